@@ -1,0 +1,57 @@
+"""Where the suite runs: a CUDA GPU when there is one, else Triton's CPU interpreter.
+
+The GPU suite runs the same tests at larger shapes and adds dtypes the interpreter cannot
+check (a bf16 dot). Without CUDA and without TRITON_INTERPRET=1 the kernel tests skip.
+"""
+
+import os
+import random
+import zlib
+
+import pytest
+import torch
+
+ON_GPU = torch.cuda.is_available()
+INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
+if ON_GPU and not INTERPRETED:
+    # The suite touches many (shape, dtype, layout) keys; tuning each would take minutes.
+    # Tuning itself is tested in a subprocess (test_autotune.py). Must precede the import.
+    os.environ.setdefault("TRITON_GEMM_AUTOTUNE", "0")
+
+DEVICE = "cuda" if ON_GPU and not INTERPRETED else "cpu"
+RUNNABLE = DEVICE == "cuda" or INTERPRETED
+
+requires_kernels = pytest.mark.skipif(
+    not RUNNABLE, reason="needs a CUDA GPU, or TRITON_INTERPRET=1 for Triton's CPU interpreter")
+gpu_only = pytest.mark.skipif(DEVICE != "cuda", reason="needs a CUDA GPU (not the interpreter)")
+
+# (dtype, precision) pairs the suite covers; bf16 runs in the interpreter with its dot
+# upcast to fp32 (loads, stores and masks are still bf16), and natively on the GPU.
+CASES = [
+    (torch.float32, "ieee"),
+    (torch.float32, "tf32"),
+    (torch.float32, "tf32x3"),
+    (torch.float16, None),
+    (torch.bfloat16, None),
+]
+CASE_IDS = ["fp32-ieee", "fp32-tf32", "fp32-tf32x3", "fp16", "bf16"]
+
+
+# Fresh data every session; TRITON_GEMM_TEST_SEED=<n> replays a failing one.
+SESSION_SEED = int(os.environ.get("TRITON_GEMM_TEST_SEED", random.SystemRandom().randrange(2**31)))
+
+
+def pytest_report_header(config):
+    return (f"triton_gemm: device={DEVICE}, interpreter={INTERPRETED}, "
+            f"TRITON_GEMM_TEST_SEED={SESSION_SEED}")
+
+
+def randn(*shape, dtype=torch.float32):
+    """Fresh N(0, 1) data on the suite's device."""
+    return torch.randn(tuple(shape), dtype=torch.float32, device=DEVICE).to(dtype)
+
+
+@pytest.fixture(autouse=True)
+def _seed_per_test(request):
+    """Each test draws its own stream from the session seed and its name."""
+    torch.manual_seed(SESSION_SEED ^ zlib.crc32(request.node.nodeid.encode()))

@@ -1,0 +1,213 @@
+"""torch semantics of the public API, checked against float64 torch on the same inputs."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import triton_gemm as tg
+from conftest import CASE_IDS, CASES, DEVICE, randn, requires_kernels
+from tolerances import assert_close
+
+# (M, N, K): ones, primes, tall, skinny, not multiples of any tile.
+SHAPES = [(1, 1, 1), (1, 7, 5), (17, 13, 31), (64, 32, 48), (33, 1, 70), (5, 67, 3),
+          (97, 41, 129)]
+if DEVICE == "cuda":
+    SHAPES += [(257, 383, 511), (1024, 1024, 1024), (1, 4096, 4096), (4096, 3, 1000),
+               (1000, 1000, 4096)]
+
+
+def ref_matmul(a, b):
+    return torch.matmul(a.double().cpu(), b.double().cpu())
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("m,n,k", SHAPES, ids=lambda v: str(v))
+def test_mm_shapes(dtype, precision, m, n, k):
+    a, b = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)
+    out = tg.mm(a, b, precision=precision)
+    assert out.dtype == dtype and out.device == a.device
+    assert_close(out, ref_matmul(a, b), dtype, precision, f"mm {m}x{n}x{k}")
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("shape_a,shape_b", [
+    ((9,), (9,)),                  # dot -> 0-d
+    ((9,), (9, 5)),                # vector-matrix
+    ((6, 9), (9,)),                # matrix-vector
+    ((2, 3, 6, 9), (9,)),          # batched matrix-vector
+    ((9,), (4, 9, 5)),             # vector-batched matrix
+    ((2, 1, 6, 9), (3, 9, 5)),     # batch broadcasting both ways
+    ((6, 9), (2, 9, 5)),           # 2-D against batched
+    ((2, 3, 6, 9), (9, 5)),        # batched against 2-D (folds into one GEMM)
+    ((1, 6, 9), (4, 9, 5)),
+], ids=lambda v: "x".join(map(str, v)))
+def test_matmul_ranks_and_broadcasting(dtype, precision, shape_a, shape_b):
+    a, b = randn(*shape_a, dtype=dtype), randn(*shape_b, dtype=dtype)
+    out = tg.matmul(a, b, precision=precision)
+    ref = ref_matmul(a, b)
+    assert out.shape == torch.matmul(a, b).shape
+    assert_close(out, ref, dtype, precision, f"matmul {shape_a} @ {shape_b}")
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+def test_bmm(dtype, precision):
+    a, b = randn(3, 19, 23, dtype=dtype), randn(3, 23, 11, dtype=dtype)
+    assert_close(tg.bmm(a, b, precision=precision), ref_matmul(a, b), dtype, precision, "bmm")
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("view", ["a_t", "b_t", "both_t", "sliced", "batch_t", "expanded"])
+def test_strided_views(dtype, precision, view):
+    m, n, k = 37, 29, 45
+    if view == "a_t":
+        a, b = randn(k, m, dtype=dtype).t(), randn(k, n, dtype=dtype)
+    elif view == "b_t":
+        a, b = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype).t()
+    elif view == "both_t":
+        a, b = randn(k, m, dtype=dtype).t(), randn(n, k, dtype=dtype).t()
+    elif view == "sliced":
+        a = randn(2 * m, 3 * k, dtype=dtype)[::2, 1::3]
+        b = randn(k + 5, 2 * n, dtype=dtype)[3:3 + k, ::2]
+    elif view == "batch_t":
+        a, b = randn(k, 2, m, dtype=dtype).permute(1, 2, 0), randn(2, n, k, dtype=dtype).mT
+    else:
+        a, b = randn(1, m, k, dtype=dtype).expand(3, m, k), randn(3, k, n, dtype=dtype)
+    assert not (a.is_contiguous() and b.is_contiguous())
+    out = tg.matmul(a, b, precision=precision)
+    assert_close(out, ref_matmul(a, b), dtype, precision, f"view {view}")
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("input_shape", [(21, 17), (17,), (1, 17), (21, 1), ()],
+                         ids=lambda v: "x".join(map(str, v)) or "scalar")
+@pytest.mark.parametrize("alpha,beta", [(1, 1), (2.0, 0.5), (-1.5, 3), (0.25, 0)])
+def test_addmm(dtype, precision, input_shape, alpha, beta):
+    c, a, b = randn(*input_shape, dtype=dtype), randn(21, 30, dtype=dtype), randn(30, 17, dtype=dtype)
+    out = tg.addmm(c, a, b, beta=beta, alpha=alpha, precision=precision)
+    ref = beta * c.double().cpu() + alpha * ref_matmul(a, b)
+    assert_close(out, ref, dtype, precision, f"addmm {input_shape} a={alpha} b={beta}")
+
+
+@requires_kernels
+def test_addmm_beta_zero_ignores_nan_and_alpha_zero_ignores_product():
+    c = torch.full((8, 6), float("nan"), device=DEVICE)
+    a, b = randn(8, 5), randn(5, 6)
+    out = tg.addmm(c, a, b, beta=0, precision="ieee")
+    assert torch.isfinite(out).all()
+    assert_close(out, ref_matmul(a, b), torch.float32, "ieee", "beta=0")
+    a_nan = a.clone()
+    a_nan[0, 0] = float("nan")
+    c = randn(8, 6)
+    out = tg.addmm(c, a_nan, b, beta=2, alpha=0, precision="ieee")
+    assert torch.equal(out.cpu(), torch.addmm(c.cpu(), a_nan.cpu(), b.cpu(), beta=2, alpha=0))
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("input_shape", [(13, 24), (2, 5, 24), (24,)],
+                         ids=lambda v: "x".join(map(str, v)))
+def test_linear(dtype, precision, with_bias, input_shape):
+    x, w = randn(*input_shape, dtype=dtype), randn(19, 24, dtype=dtype)
+    bias = randn(19, dtype=dtype) if with_bias else None
+    out = tg.linear(x, w, bias, precision=precision)
+    ref = torch.nn.functional.linear(x.double().cpu(), w.double().cpu(),
+                                     None if bias is None else bias.double().cpu())
+    assert_close(out, ref, dtype, precision, f"linear {input_shape} bias={with_bias}")
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_empty_dimensions(dtype):
+    a, b = randn(7, 0, dtype=dtype), randn(0, 5, dtype=dtype)
+    out = tg.mm(a, b)
+    assert out.shape == (7, 5) and torch.equal(out.cpu(), torch.zeros(7, 5, dtype=dtype))
+    c = randn(7, 5, dtype=dtype)
+    out = tg.addmm(c, a, b, beta=0.5)
+    assert torch.equal(out.cpu(), (0.5 * c).cpu())
+    assert tg.mm(randn(0, 4, dtype=dtype), randn(4, 6, dtype=dtype)).shape == (0, 6)
+    assert tg.mm(randn(3, 4, dtype=dtype), randn(4, 0, dtype=dtype)).shape == (3, 0)
+    assert tg.matmul(randn(0, 3, 4, dtype=dtype), randn(4, 2, dtype=dtype)).shape == (0, 3, 2)
+
+
+@requires_kernels
+def test_nan_and_inf_propagate_like_torch():
+    a, b = randn(6, 8), randn(8, 5)
+    a[2, 3] = float("nan")
+    b[1, 4] = float("inf")
+    out = tg.mm(a, b, precision="ieee").cpu()
+    ref = torch.mm(a.cpu(), b.cpu())
+    assert torch.equal(out.isnan(), ref.isnan())
+    assert torch.equal(out.isinf(), ref.isinf())
+
+
+def test_precision_follows_torch_setting():
+    before = torch.get_float32_matmul_precision()
+    try:
+        for setting, expected in [("highest", "ieee"), ("high", "tf32"), ("medium", "tf32")]:
+            torch.set_float32_matmul_precision(setting)
+            assert tg.resolve_precision(None, torch.float32) == expected
+        assert tg.resolve_precision("tf32x3", torch.float32) == "tf32x3"
+        assert tg.resolve_precision(None, torch.float16) == "half"
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def ones(*shape, dtype=torch.float32):
+    return torch.ones(*shape, dtype=dtype, device=DEVICE)
+
+
+@pytest.mark.parametrize("call,exc,words", [
+    (lambda: tg.mm(ones(2, 3), ones(4, 5)), ValueError, "(2x3 and 4x5)"),
+    (lambda: tg.matmul(ones(3), ones(4)), ValueError, "cannot be multiplied"),
+    (lambda: tg.matmul(ones(2, 2, 3), ones(3, 3, 4)), ValueError, "broadcast"),
+    (lambda: tg.bmm(ones(2, 2, 3), ones(3, 3, 4)), ValueError, "batch"),
+    (lambda: tg.mm(ones(2, 3), ones(3, 4, dtype=torch.float16)), TypeError,
+     "same dtype"),
+    (lambda: tg.mm(ones(2, 3, dtype=torch.int32), ones(3, 4, dtype=torch.int32)),
+     TypeError, "torch.int32"),
+    (lambda: tg.mm(ones(2, 3, dtype=torch.float64), ones(3, 4, dtype=torch.float64)),
+     TypeError, "float64"),
+    (lambda: tg.mm(ones(2, 3, dtype=torch.complex64),
+                   ones(3, 4, dtype=torch.complex64)), TypeError, "complex64"),
+    (lambda: tg.mm([[1.0]], ones(1, 1)), TypeError, "'input' must be a torch.Tensor"),
+    (lambda: tg.mm(ones(2, 3), ones(3, 4), precision="fp64"), ValueError,
+     "precision must be one of"),
+    (lambda: tg.mm(ones(2, 3, dtype=torch.float16), ones(3, 4, dtype=torch.float16),
+                   precision="tf32"), ValueError, "float32 operands only"),
+    (lambda: tg.mm(ones(2, 3), torch.ones(3, 4, device="meta")), ValueError,
+     "same device"),
+    (lambda: tg.addmm(ones(3, 3), ones(2, 3), ones(3, 5)), ValueError,
+     "does not broadcast"),
+    (lambda: tg.addmm(ones(2, 5), ones(2, 3), ones(3, 5), beta="1"),
+     TypeError, "'beta' must be a real number"),
+    (lambda: tg.linear(ones(2, 3), ones(4, 3), ones(5)), ValueError,
+     "'bias' must have shape (4,)"),
+    (lambda: tg.linear(ones(2, 3), ones(4, 5)), ValueError, "cannot be multiplied"),
+    (lambda: tg.mm(ones(2, 3, 4), ones(4, 5)), ValueError, "must be 2-D"),
+])
+def test_bad_input_gets_a_clear_error(call, exc, words):
+    with pytest.raises(exc) as info:
+        call()
+    assert words in str(info.value)
+
+
+def test_cpu_tensors_without_interpreter_say_how_to_fix():
+    code = ("import torch, triton_gemm as tg\n"
+            "try:\n    tg.mm(torch.ones(2, 3), torch.ones(3, 4))\n"
+            "except ValueError as e:\n    print('ERR', e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "ERR" in res.stdout and "TRITON_INTERPRET=1" in res.stdout and "cuda" in res.stdout

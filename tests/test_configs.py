@@ -1,0 +1,57 @@
+"""Config tables, pruning and tuning keys (pure Python, no kernel runs)."""
+
+import pytest
+import torch
+
+from triton_gemm import configs
+
+H100_SMEM = 232448  # bytes per block (opt-in) reported by torch on the H100
+
+
+@pytest.mark.parametrize("family", configs.FAMILIES)
+def test_every_family_holds_the_seed_tiles_and_unique_configs(family):
+    names = [t[0] for t in configs.tiles(family)]
+    assert names[:3] == [t[0] for t in configs.SEED_TILES]
+    cfgs = configs.configs(family)
+    keys = {(tuple(sorted(c.kwargs.items())), c.num_warps, c.num_stages) for c in cfgs}
+    assert len(keys) == len(cfgs)
+    for cfg, tile in zip(cfgs, configs.tiles(family)):
+        assert configs.config_name(cfg, family) == tile[0]
+        assert cfg.kwargs["BK"] >= 16  # tl.dot's minimum K on NVIDIA GPUs
+
+
+def test_seed_2d_thread_tile_is_8x8_per_thread():
+    _, bm, bn, _, warps, _ = configs.SEED_TILES[1]
+    assert bm * bn // (32 * warps) == 64
+
+
+def test_select_drops_tiles_that_do_not_fit_shared_memory():
+    cfgs = configs.configs("half")
+    kept = configs.select(cfgs, 4096, 4096, 4096, elem_bytes=2, smem_limit=H100_SMEM)
+    assert kept == cfgs  # every fp16 tile fits the H100
+    kept = configs.select(cfgs, 4096, 4096, 4096, elem_bytes=4, smem_limit=H100_SMEM)
+    assert all(configs.shared_memory_bytes(c.kwargs["BM"], c.kwargs["BN"], c.kwargs["BK"],
+                                           c.num_stages, 4) <= H100_SMEM for c in kept)
+    assert len(kept) < len(cfgs)  # 128x256x64 x 3 stages of fp32 does not fit
+
+
+def test_select_clamps_tiles_to_the_problem_and_keeps_one():
+    cfgs = configs.configs("half")
+    kept = configs.select(cfgs, 8, 4096, 4096, elem_bytes=2, smem_limit=H100_SMEM)
+    assert kept and all(c.kwargs["BM"] <= 16 for c in kept)
+    kept = configs.select(cfgs, 1, 1, 1, elem_bytes=2, smem_limit=H100_SMEM)
+    assert len(kept) == 1
+
+
+@pytest.mark.parametrize("n,expected", [(0, 16), (1, 16), (16, 16), (17, 32), (4096, 4096),
+                                        (4097, 8192)])
+def test_bucket(n, expected):
+    assert configs.bucket(n) == expected
+
+
+def test_family_for():
+    assert configs.family_for(torch.float32, "ieee") == "simt"
+    assert configs.family_for(torch.float32, "tf32x3") == "tf32"
+    assert configs.family_for(torch.bfloat16, "half") == "half"
+    with pytest.raises(ValueError, match="unknown config family"):
+        configs.tiles("fp8")

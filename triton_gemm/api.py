@@ -1,0 +1,198 @@
+"""torch semantics: validation, broadcasting and batching, precision resolution, dispatch."""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+from .kernels import matmul as _kernel
+
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+PRECISIONS = ("ieee", "tf32", "tf32x3")
+
+# torch.get_float32_matmul_precision() -> the precision it asks for.
+_TORCH_PRECISION = {"highest": "ieee", "high": "tf32", "medium": "tf32"}
+
+
+def resolve_precision(precision: str | None, dtype: torch.dtype) -> str:
+    """The dot precision for float32 operands; for 16-bit operands, 'half'."""
+    if precision is not None and precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS} or None "
+                         f"(None follows torch.get_float32_matmul_precision()), got {precision!r}")
+    if dtype != torch.float32:
+        if precision is not None:
+            raise ValueError(f"precision={precision!r} applies to float32 operands only; "
+                             f"{dtype} operands always use tensor cores with fp32 "
+                             f"accumulation: pass precision=None")
+        return "half"
+    if precision is None:
+        return _TORCH_PRECISION[torch.get_float32_matmul_precision()]
+    return precision
+
+
+def _check_tensor(fn: str, name: str, t) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' must be a torch.Tensor, "
+                        f"not {type(t).__name__}")
+    if t.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"{fn}(): argument '{name}' has dtype {t.dtype}; supported dtypes "
+                        f"are float32, float16 and bfloat16 (convert with .float() or .half())")
+
+
+def _check_pair(fn: str, names: tuple[str, ...], tensors: tuple) -> None:
+    """Type, dtype and device checks shared by every entry point."""
+    for name, t in zip(names, tensors):
+        _check_tensor(fn, name, t)
+    first = tensors[0]
+    for name, t in zip(names[1:], tensors[1:]):
+        if t.dtype != first.dtype:
+            raise TypeError(f"{fn}(): '{names[0]}' is {first.dtype} but '{name}' is {t.dtype}; "
+                            f"both must have the same dtype (cast one with .to())")
+        if t.device != first.device:
+            raise ValueError(f"{fn}(): '{names[0]}' is on {first.device} but '{name}' is on "
+                             f"{t.device}; move both to the same device")
+    if first.device.type != "cuda" and not _kernel.INTERPRETER:
+        raise ValueError(f"{fn}(): tensors are on {first.device}, but triton_gemm runs on CUDA "
+                         f"devices; move them with .cuda(), or set TRITON_INTERPRET=1 before "
+                         f"importing triton_gemm to run in Triton's (slow) CPU interpreter")
+
+
+def _check_scalar(fn: str, name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{fn}(): '{name}' must be a real number, not {type(value).__name__}")
+    return float(value)
+
+
+def _shape_str(t: torch.Tensor) -> str:
+    return "x".join(str(s) for s in t.shape)
+
+
+def _mm3(a, b, *, out_dtype, precision, d=None, alpha=1.0, beta=0.0):
+    """(B, M, K) @ (B, K, N) views -> fresh (B, M, N) tensor, through the kernel."""
+    batch, m, k = a.shape
+    n = b.shape[2]
+    out = torch.empty((batch, m, n), dtype=out_dtype, device=a.device)
+    if alpha == 0.0:
+        # torch ignores the product (NaN included) when alpha is 0: run with K = 0.
+        a, b = a[:, :, :0], b[:, :0, :]
+    return _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision)
+
+
+def mm(input, mat2, *, precision=None):
+    """As torch.mm: (n x m) @ (m x p) -> (n x p)."""
+    _check_pair("mm", ("input", "mat2"), (input, mat2))
+    if input.dim() != 2 or mat2.dim() != 2:
+        raise ValueError(f"mm(): both arguments must be 2-D, got {input.dim()}-D 'input' and "
+                         f"{mat2.dim()}-D 'mat2' (use matmul for other ranks)")
+    if input.shape[1] != mat2.shape[0]:
+        raise ValueError(f"mm(): mat1 and mat2 shapes cannot be multiplied "
+                         f"({_shape_str(input)} and {_shape_str(mat2)})")
+    prec = resolve_precision(precision, input.dtype)
+    return _mm3(input.unsqueeze(0), mat2.unsqueeze(0), out_dtype=input.dtype,
+                precision=prec)[0]
+
+
+def bmm(input, mat2, *, precision=None):
+    """As torch.bmm: (b x n x m) @ (b x m x p) -> (b x n x p), no broadcasting."""
+    _check_pair("bmm", ("input", "mat2"), (input, mat2))
+    if input.dim() != 3 or mat2.dim() != 3:
+        raise ValueError(f"bmm(): both arguments must be 3-D, got {input.dim()}-D 'input' and "
+                         f"{mat2.dim()}-D 'mat2'")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise ValueError(f"bmm(): batch1 and batch2 shapes cannot be multiplied "
+                         f"({_shape_str(input)} and {_shape_str(mat2)}): need equal batch "
+                         f"sizes and input.shape[2] == mat2.shape[1]")
+    prec = resolve_precision(precision, input.dtype)
+    return _mm3(input, mat2, out_dtype=input.dtype, precision=prec)
+
+
+def matmul(input, other, *, precision=None):
+    """As torch.matmul: 1-D, 2-D and batched N-D operands with batch broadcasting."""
+    _check_pair("matmul", ("input", "other"), (input, other))
+    if input.dim() == 0 or other.dim() == 0:
+        raise ValueError(f"matmul(): both arguments need at least 1 dimension, got "
+                         f"{input.dim()}-D 'input' and {other.dim()}-D 'other' "
+                         f"(use * for scalars)")
+    prec = resolve_precision(precision, input.dtype)
+    a = input.unsqueeze(0) if input.dim() == 1 else input      # (.., M, K), M = 1 for a vector
+    b = other.unsqueeze(-1) if other.dim() == 1 else other     # (.., K, N), N = 1 for a vector
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul(): shapes cannot be multiplied ({_shape_str(input)} and "
+                         f"{_shape_str(other)}): the last dimension of 'input' must equal "
+                         f"the {'only' if other.dim() == 1 else 'second-to-last'} dimension "
+                         f"of 'other'")
+    try:
+        batch_shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"matmul(): batch dimensions of 'input' {tuple(input.shape[:-2])} and "
+                         f"'other' {tuple(other.shape[:-2])} do not broadcast") from None
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if b.dim() == 2 and a.dim() > 2:
+        # Fold A's batch into M (one big GEMM; reshape copies only if the view can't fold).
+        c = _mm3(a.reshape(1, -1, k), b.unsqueeze(0), out_dtype=input.dtype, precision=prec)
+    else:
+        a3 = a.expand(*batch_shape, m, k).reshape(-1, m, k)
+        b3 = b.expand(*batch_shape, k, n).reshape(-1, k, n)
+        c = _mm3(a3, b3, out_dtype=input.dtype, precision=prec)
+    c = c.reshape(*batch_shape, m, n)
+    if input.dim() == 1:
+        c = c.squeeze(-2)
+    if other.dim() == 1:
+        c = c.squeeze(-1)
+    return c
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None):
+    """As torch.addmm: beta * input + alpha * (mat1 @ mat2), fused in the kernel epilogue.
+
+    input broadcasts to (n x p); with beta == 0 it is ignored (NaN included), as in torch."""
+    _check_pair("addmm", ("input", "mat1", "mat2"), (input, mat1, mat2))
+    beta = _check_scalar("addmm", "beta", beta)
+    alpha = _check_scalar("addmm", "alpha", alpha)
+    if mat1.dim() != 2 or mat2.dim() != 2:
+        raise ValueError(f"addmm(): 'mat1' and 'mat2' must be 2-D, got {mat1.dim()}-D and "
+                         f"{mat2.dim()}-D")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise ValueError(f"addmm(): mat1 and mat2 shapes cannot be multiplied "
+                         f"({_shape_str(mat1)} and {_shape_str(mat2)})")
+    out_shape = (mat1.shape[0], mat2.shape[1])
+    try:
+        d = input.expand(out_shape)
+    except RuntimeError:
+        raise ValueError(f"addmm(): 'input' of shape {tuple(input.shape)} does not broadcast "
+                         f"to the output shape {out_shape}") from None
+    prec = resolve_precision(precision, mat1.dtype)
+    return _mm3(mat1.unsqueeze(0), mat2.unsqueeze(0), out_dtype=mat1.dtype, precision=prec,
+                d=d.unsqueeze(0), alpha=alpha, beta=beta)[0]
+
+
+def linear(input, weight, bias=None, *, precision=None):
+    """As torch.nn.functional.linear: input @ weight.T + bias, weight read as stored (N x K)."""
+    names, tensors = ("input", "weight"), (input, weight)
+    if bias is not None:
+        names, tensors = names + ("bias",), tensors + (bias,)
+    _check_pair("linear", names, tensors)
+    if weight.dim() != 2:
+        raise ValueError(f"linear(): 'weight' must be 2-D (out_features x in_features), got "
+                         f"shape {tuple(weight.shape)}")
+    if input.dim() == 0:
+        raise ValueError("linear(): 'input' needs at least 1 dimension")
+    n, k = weight.shape
+    if input.shape[-1] != k:
+        raise ValueError(f"linear(): input and weight.T shapes cannot be multiplied "
+                         f"({_shape_str(input.reshape(-1, input.shape[-1]))} and {k}x{n})")
+    if bias is not None and bias.shape not in ((n,), ()):
+        raise ValueError(f"linear(): 'bias' must have shape ({n},) to match weight's "
+                         f"out_features, got {tuple(bias.shape)}")
+    prec = resolve_precision(precision, input.dtype)
+    a = input.reshape(1, -1, k)
+    d = None if bias is None else bias.expand(1, a.shape[1], n)
+    c = _mm3(a, weight.t().unsqueeze(0), out_dtype=input.dtype, precision=prec, d=d,
+             beta=1.0)
+    return c.reshape(*input.shape[:-1], n)
+
+
+def tuned_configs() -> dict:
+    """The configs the autotuner chose so far: {(family, tuning key): config name}."""
+    return _kernel.tuned_configs()

@@ -1,0 +1,181 @@
+"""Autotune config tables, the one pruner, and the tuning key (all tuning choices live here).
+
+Three families, one per way the K loop's dot is executed:
+
+* ``simt``: float32 operands, ``precision="ieee"``; the dot is plain fp32 FMA.
+* ``tf32``: float32 operands on tensor cores (``"tf32"`` and ``"tf32x3"``); 4-byte operands
+  halve the K depth that fits in shared memory.
+* ``half``: float16 / bfloat16 operands on tensor cores with fp32 accumulation.
+
+Each family holds the tiles of the classic SGEMM ladder (../shared/seeds, see ``SEED_TILES``)
+and the larger tiles Hopper's wgmma wants.  The seeds use BK=8; ``tl.dot`` needs K >= 16 on
+NVIDIA GPUs (Triton's ``min_dot_size``), so the seed tiles here use BK=16.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+
+# (name, BM, BN, BK, num_warps, num_stages): the write-ups' tiles, translated to Triton.
+# Threads per program = 32 * num_warps, so outputs per thread = BM*BN / (32*num_warps).
+SEED_TILES = (
+    # 64x64 block, 8x1 outputs per thread -> 512 threads; single-stage (no prefetch).
+    ("seed_1d_thread_tile", 64, 64, 16, 16, 1),
+    # 128x128 block, 8x8 outputs per thread -> 256 threads; single-stage.
+    ("seed_2d_thread_tile", 128, 128, 16, 8, 1),
+    # 128x128 block split into 2x4 warp tiles of 64x32, double-buffered (two smem stages);
+    # on tensor-core families this is also the WMMA kernel's 128x128x16 tile.
+    ("seed_warp_tile_double_buffer", 128, 128, 16, 8, 2),
+)
+
+# Hopper tiles.  128x256 / 256x128 with 8 warps (two consumer warpgroups) feed wgmma best;
+# a plain tutorial kernel with these reached 664 TFLOPS fp16 at 4096^3 on the H100
+# (cuBLAS 701).  Depth: 3-5 stages, as many as shared memory allows.
+_HALF_TILES = (
+    ("h_128x256x64", 128, 256, 64, 8, 3),
+    ("h_256x128x64", 256, 128, 64, 8, 3),
+    ("h_128x128x64", 128, 128, 64, 8, 4),
+    ("h_128x128x64_w4", 128, 128, 64, 4, 4),
+    ("h_64x256x32", 64, 256, 32, 4, 4),
+    ("h_128x64x64", 128, 64, 64, 4, 4),
+    ("h_64x128x64", 64, 128, 64, 4, 4),
+    ("h_64x64x64", 64, 64, 64, 4, 5),
+    # Small M (decode-style 1..32 rows): a tall BM wastes the tensor core on padding rows.
+    ("h_16x128x128", 16, 128, 128, 4, 4),
+    ("h_32x128x64", 32, 128, 64, 4, 4),
+)
+
+# 4-byte operands: the same output tiles with half the K depth, so the stages still fit.
+_TF32_TILES = (
+    ("t_128x256x32", 128, 256, 32, 8, 3),
+    ("t_256x128x32", 256, 128, 32, 8, 3),
+    ("t_128x128x32", 128, 128, 32, 8, 4),
+    ("t_128x128x32_w4", 128, 128, 32, 4, 4),
+    ("t_64x256x32", 64, 256, 32, 4, 4),
+    ("t_128x64x32", 128, 64, 32, 4, 4),
+    ("t_64x128x32", 64, 128, 32, 4, 4),
+    ("t_64x64x32", 64, 64, 32, 4, 5),
+    ("t_16x128x64", 16, 128, 64, 4, 4),
+    ("t_32x128x32", 32, 128, 32, 4, 4),
+)
+
+# SIMT fp32: no tensor cores, so big register tiles and shallow K; 128x128 with 8 warps is
+# the seeds' 8x8-per-thread kernel.
+_SIMT_TILES = (
+    ("s_128x128x32", 128, 128, 32, 8, 3),
+    ("s_128x64x32", 128, 64, 32, 4, 3),
+    ("s_64x128x32", 64, 128, 32, 4, 3),
+    ("s_64x64x32", 64, 64, 32, 4, 3),
+    ("s_32x64x32", 32, 64, 32, 4, 3),
+)
+
+FAMILIES = ("simt", "tf32", "half")
+
+# Programs along M in one group: 8 rows of tiles share their B tiles in L2 (Triton tutorial
+# figure; at 4096^3 fp16 grouping moved the H100 from 0.9x to ~1.0x of ungrouped-best).
+GROUP_M = 8
+
+# The fixed config the Triton interpreter runs (no timing there): small, so a CPU
+# test of a 128^3 product takes seconds.
+INTERPRETER_TILE = ("interpreter", 32, 32, 16, 4, 1)
+
+
+def family_for(dtype: torch.dtype, precision: str) -> str:
+    """Config family for an operand dtype and a resolved precision."""
+    if dtype in (torch.float16, torch.bfloat16):
+        return "half"
+    return "simt" if precision == "ieee" else "tf32"
+
+
+def _config(tile) -> triton.Config:
+    _, bm, bn, bk, warps, stages = tile
+    return triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": GROUP_M},
+                         num_warps=warps, num_stages=stages)
+
+
+def tiles(family: str) -> tuple:
+    """All named tiles of a family, seeds first."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown config family {family!r}; expected one of {FAMILIES}")
+    extra = {"simt": _SIMT_TILES, "tf32": _TF32_TILES, "half": _HALF_TILES}[family]
+    return SEED_TILES + extra
+
+
+def configs(family: str) -> list[triton.Config]:
+    """The autotune config list of a family."""
+    return [_config(t) for t in tiles(family)]
+
+
+def interpreter_config() -> triton.Config:
+    return _config(INTERPRETER_TILE)
+
+
+# Per family, the config run when tuning is off: a mid-size tile that fits every shape.
+_DEFAULT_TILE = {"simt": "s_64x64x32", "tf32": "t_128x128x32_w4", "half": "h_128x128x64_w4"}
+
+
+def default_config(family: str) -> triton.Config:
+    name = _DEFAULT_TILE[family]
+    return _config(next(t for t in tiles(family) if t[0] == name))
+
+
+def config_name(config: triton.Config, family: str) -> str:
+    """The table name of a config, e.g. 'h_128x256x64'."""
+    kw = config.kwargs
+    for tile in tiles(family):
+        if (tile[1:4] == (kw["BM"], kw["BN"], kw["BK"]) and tile[4] == config.num_warps
+                and tile[5] == config.num_stages):
+            return tile[0]
+    return f"BM{kw['BM']}_BN{kw['BN']}_BK{kw['BK']}_w{config.num_warps}_s{config.num_stages}"
+
+
+def bucket(n: int) -> int:
+    """Tuning-key bucket of a dimension: the next power of two, at least 16.
+
+    Sizes in one bucket share a tuned config, so a new batch size or a ragged M does not
+    force a re-tune."""
+    return max(16, triton.next_power_of_2(max(int(n), 1)))
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_memory_limit(device_index: int) -> int:
+    props = torch.cuda.get_device_properties(device_index)
+    return int(getattr(props, "shared_memory_per_block_optin", 0) or 48 * 1024)
+
+
+def shared_memory_bytes(bm: int, bn: int, bk: int, stages: int, elem_bytes: int) -> int:
+    """Shared memory the pipelined K loop holds: one A and one B tile per stage."""
+    return stages * (bm * bk + bk * bn) * elem_bytes
+
+
+def select(configs_in, m: int, n: int, k: int, elem_bytes: int, smem_limit: int) -> list:
+    """Configs that fit in shared memory and are not far larger than an (m, n, k) problem.
+
+    Always returns at least one config (the smallest tile that fits)."""
+    fits = [c for c in configs_in
+            if shared_memory_bytes(c.kwargs["BM"], c.kwargs["BN"], c.kwargs["BK"],
+                                   max(c.num_stages, 1), elem_bytes) <= smem_limit]
+    # A tile beyond the problem's bucket only adds masked-out work.
+    sized = [c for c in fits
+             if c.kwargs["BM"] <= bucket(m) and c.kwargs["BN"] <= bucket(n)
+             and c.kwargs["BK"] <= bucket(k)]
+    if sized:
+        return sized
+    pool = fits or list(configs_in)
+    return [min(pool, key=lambda c: (c.kwargs["BM"] * c.kwargs["BN"], c.kwargs["BK"]))]
+
+
+def prune(configs_in, named_args, **kwargs):
+    """The autotuner's early_config_prune: select() with the device's shared-memory limit."""
+    a = named_args["a_ptr"]
+    limit = _shared_memory_limit(a.device.index if a.device.index is not None else 0)
+    return select(configs_in, named_args["M"], named_args["N"], named_args["K"],
+                  a.element_size(), limit)
+
+
+# Kernel arguments the tuned config is keyed on (plus the operand dtypes, which Triton's
+# autotuner always appends).
+TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION"]

@@ -1,0 +1,12 @@
+// Step 7, double buffering: step 6 with two shared-memory stages. The next K tile is
+// fetched from global memory into registers before the current tile is computed and stored
+// into the other stage afterwards: the load latency hides behind 8 K steps of FMAs, and the
+// K loop needs one barrier per step instead of two. Kernel: warp_tile.cuh.
+#include "ladder.cuh"
+#include "warp_tile.cuh"
+
+cudaError_t sgemm_double_buffer(LADDER_ARGS) {
+    // BM, BN, BK, WM, WN, WNITER, TM, TN, DOUBLE_BUFFER
+    return warp_tile::launch<128, 128, 8, 64, 32, 2, 4, 4, true>(M, N, K, alpha, A, B, beta, C,
+                                                                  vec, stream);
+}

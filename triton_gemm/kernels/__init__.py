@@ -1,0 +1,1 @@
+"""Triton kernels: one module per algorithm, each a private @triton.jit kernel and its launcher."""

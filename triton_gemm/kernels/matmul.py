@@ -1,0 +1,187 @@
+"""The tiled GEMM kernel: C = alpha * A @ B + beta * D, batched, any strides, any sizes."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import configs
+
+# triton.jit reads TRITON_INTERPRET when a kernel is defined, so the mode is fixed at import.
+INTERPRETER = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+# Triton's own autotune cache (JSON per key under TRITON_CACHE_DIR, default ~/.triton/cache,
+# file "_matmul_kernel.autotune.json") lets a second process skip tuning.
+# TRITON_GEMM_TUNE_CACHE=0 turns it off.
+TUNE_CACHE = os.environ.get("TRITON_GEMM_TUNE_CACHE", "1") != "0"
+
+# TRITON_GEMM_AUTOTUNE=0 skips tuning and runs each family's default config: for test
+# suites that would otherwise tune every (shape bucket, dtype, layout) they touch.
+AUTOTUNE = os.environ.get("TRITON_GEMM_AUTOTUNE", "1") != "0"
+
+# Operand layouts, the LAYOUT key argument: bit 0 set when A is K-contiguous (row-major),
+# bit 1 set when B is K-contiguous (K-major, e.g. a transposed weight).  fp32-input
+# tensor-core dots run 142 vs 308 TFLOPS on the H100 depending on B's layout, so tuned
+# configs must not be shared across layouts.
+A_K_CONTIGUOUS = 1
+B_K_CONTIGUOUS = 2
+
+
+@triton.jit
+def _matmul_kernel(
+    a_ptr, b_ptr, c_ptr, d_ptr,
+    M, N, K,
+    stride_ab, stride_am, stride_ak,
+    stride_bb, stride_bk, stride_bn,
+    stride_cb, stride_cm, stride_cn,
+    stride_db, stride_dm, stride_dn,
+    alpha, beta,
+    M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
+    PRECISION: tl.constexpr, HAS_D: tl.constexpr, UPCAST: tl.constexpr, INT64: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """One BM x BN tile of C[batch] = alpha * A[batch] @ B[batch] (+ beta * D[batch]).
+
+    A: (batch, M, K), B: (batch, K, N), C: (batch, M, N), D broadcast to C's shape (any
+    stride may be 0); all with arbitrary element strides. Grid: (batch * ceil(M/BM) *
+    ceil(N/BN),). Accumulates in fp32; PRECISION is tl.dot's input_precision ("ieee",
+    "tf32", "tf32x3"; ignored for 16-bit operands). UPCAST converts bf16 operands to
+    fp32 before the dot (Triton's interpreter returns garbage for a bf16 dot). INT64 computes element
+    offsets in int64 for operands beyond 2^31 elements. M_BUCKET..LAYOUT are only read
+    by the autotuner's key.
+    """
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    tiles_per_batch = num_pid_m * num_pid_n
+    batch = pid // tiles_per_batch
+    tile = pid % tiles_per_batch
+
+    # Grouped ordering: GROUP_M rows of tiles are walked column by column, so programs
+    # running together reuse the same B tiles (and A rows) from L2.
+    tiles_per_group = GROUP_M * num_pid_n
+    first_m = (tile // tiles_per_group) * GROUP_M
+    group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (tile % tiles_per_group) % group_rows
+    pid_n = (tile % tiles_per_group) // group_rows
+
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    if INT64:
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
+        offs_k = offs_k.to(tl.int64)
+    # Rows/columns past the edge read a valid row instead (wrapped), so only K needs a
+    # load mask; their results are never stored.
+    rows_a = offs_m % M
+    cols_b = offs_n % N
+    batch64 = batch.to(tl.int64)
+    a_ptrs = (a_ptr + batch64 * stride_ab + rows_a[:, None] * stride_am
+              + offs_k[None, :] * stride_ak)
+    b_ptrs = (b_ptr + batch64 * stride_bb + offs_k[:, None] * stride_bk
+              + cols_b[None, :] * stride_bn)
+
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        k_left = K - k * BK
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        if UPCAST:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+
+    acc = acc * alpha
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if HAS_D:
+        d_ptrs = (d_ptr + batch64 * stride_db + offs_m[:, None] * stride_dm
+                  + offs_n[None, :] * stride_dn)
+        acc += beta * tl.load(d_ptrs, mask=c_mask, other=0.0).to(tl.float32)
+    c_ptrs = (c_ptr + batch64 * stride_cb + offs_m[:, None] * stride_cm
+              + offs_n[None, :] * stride_cn)
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+_TUNED = {
+    family: triton.autotune(
+        configs=configs.configs(family),
+        key=configs.TUNING_KEY,
+        prune_configs_by={"early_config_prune": configs.prune},
+        cache_results=TUNE_CACHE,
+    )(_matmul_kernel)
+    for family in configs.FAMILIES
+}
+
+
+def _span(t: torch.Tensor) -> int:
+    """Elements from a tensor's first to last addressed element, plus one."""
+    return 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()))
+
+
+def layout_code(a: torch.Tensor, b: torch.Tensor) -> int:
+    """LAYOUT key of (batch, M, K) A and (batch, K, N) B."""
+    code = 0
+    if a.stride(-1) == 1:
+        code |= A_K_CONTIGUOUS
+    if b.stride(-2) == 1:
+        code |= B_K_CONTIGUOUS
+    return code
+
+
+def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", config=None):
+    """Launch on 3-D operands: out[i] = alpha * a[i] @ b[i] + beta * d[i].
+
+    a: (B, M, K), b: (B, K, N), out: (B, M, N) on one device, same dtype; d None or
+    broadcastable to out by strides (expanded views, stride 0 allowed). precision is a
+    resolved name ("ieee", "tf32", "tf32x3"; any for 16-bit operands). config pins a
+    triton.Config instead of autotuning (tests pin every config this way). Returns out.
+    """
+    batch, m, k = a.shape
+    n = b.shape[2]
+    if out.numel() == 0:
+        return out
+    has_d = d is not None and beta != 0
+    if has_d:
+        d = d.expand(out.shape)
+    else:
+        d = out  # never read: HAS_D is False
+    sixteen_bit = a.dtype in (torch.float16, torch.bfloat16)
+    dot_precision = "tf32" if sixteen_bit else precision
+    int64 = max(_span(a), _span(b), _span(out), _span(d)) >= 2**31
+    args = (
+        a, b, out, d, m, n, k,
+        a.stride(0), a.stride(1), a.stride(2),
+        b.stride(0), b.stride(1), b.stride(2),
+        out.stride(0), out.stride(1), out.stride(2),
+        d.stride(0), d.stride(1), d.stride(2),
+        float(alpha), float(beta),
+        configs.bucket(m), configs.bucket(n), configs.bucket(k), layout_code(a, b),
+    )
+    meta = dict(PRECISION=dot_precision, HAS_D=has_d, INT64=int64,
+                UPCAST=INTERPRETER and a.dtype == torch.bfloat16)
+
+    def grid(meta_):
+        return (batch * triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"]),)
+
+    family = configs.family_for(a.dtype, precision)
+    if config is None and INTERPRETER:
+        config = configs.interpreter_config()
+    elif config is None and not AUTOTUNE:
+        config = configs.default_config(family)
+    if config is not None:
+        _matmul_kernel[grid](*args, **meta, **config.all_kwargs())
+    else:
+        _TUNED[family][grid](*args, **meta)
+    return out
+
+
+def tuned_configs() -> dict:
+    """The autotuner's choices so far: {(family, key): config name}."""
+    return {(family, key): configs.config_name(cfg, family)
+            for family, tuner in _TUNED.items() for key, cfg in tuner.cache.items()}
