@@ -9,7 +9,7 @@ import torch
 
 import triton_gemm as tg
 from conftest import CASE_IDS, CASES, DEVICE, randn, requires_kernels
-from tolerances import assert_close
+from triton_gemm.tolerances import assert_close
 
 # (M, N, K): ones, primes, tall, skinny, not multiples of any tile.
 SHAPES = [(1, 1, 1), (1, 7, 5), (17, 13, 31), (64, 32, 48), (33, 1, 70), (5, 67, 3),

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from conftest import gpu_only
-from tolerances import assert_close
+from triton_gemm.tolerances import assert_close
 from triton_gemm import cuda_ref
 
 SHAPES = [(1, 1, 1), (17, 17, 17), (129, 129, 129), (1000, 1000, 1000), (4097, 4097, 4097),

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from conftest import DEVICE, gpu_only, randn, requires_kernels
-from tolerances import assert_close
+from triton_gemm.tolerances import assert_close
 from triton_gemm import configs
 from triton_gemm.kernels import matmul as kernel
 

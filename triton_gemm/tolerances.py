@@ -1,5 +1,6 @@
-"""The one table of tolerances: relative Frobenius error ||C - C64|| / ||C64|| per precision.
+"""Expected accuracy per precision: the one table that tests and the report check against.
 
+Error is relative Frobenius, ||C - C64|| / ||C64||.
 C64 is the float64 product of the same (already rounded) inputs. Each bound sits a few times
 above the largest error measured on fresh N(0,1) data at the suite's shapes (K up to 4096):
 - ieee, tf32x3: fp32 rounding, ~1e-7 (CPU interpreter), 2.5e-7 (H100, tf32x3 at 4096^3);
@@ -9,6 +10,8 @@ above the largest error measured on fresh N(0,1) data at the suite's shapes (K u
 - bfloat16: 1.6e-3 when rounding to nearest, 3.4e-3 measured under the interpreter
   (its bf16 store truncates); 2^-8 unit roundoff.
 """
+
+from __future__ import annotations
 
 import torch
 
@@ -22,6 +25,7 @@ TOLERANCE = {
 
 
 def tolerance(dtype: torch.dtype, precision: str | None = None) -> float:
+    """Bound for a float32 product at `precision`, or for a 16-bit dtype."""
     return TOLERANCE[precision] if dtype == torch.float32 else TOLERANCE[dtype]
 
 

@@ -1,0 +1,1 @@
+"""Benchmark report for triton_gemm: suites, measurement, tables and plots."""

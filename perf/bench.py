@@ -1,0 +1,102 @@
+"""Measurement: operands, implementations, timing, TFLOPS, error."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from typing import Callable, NamedTuple
+
+import torch
+
+from perf.suites import Case
+
+# precision -> operand dtype
+DTYPES = {"ieee": torch.float32, "tf32": torch.float32, "tf32x3": torch.float32,
+          "fp16": torch.float16, "bf16": torch.bfloat16}
+PRECISIONS = tuple(DTYPES)
+# The cuBLAS setting each precision is compared with: 3xTF32 replaces SGEMM.
+BASELINE = {"ieee": "ieee", "tf32": "tf32", "tf32x3": "ieee", "fp16": "fp16", "bf16": "bf16"}
+
+# Dense peak TFLOPS per unit (datasheets; H200 shares the H100 SXM's compute).
+_SXM = {"fp32": 66.9, "tf32": 494.7, "fp16": 989.4}
+PEAKS = {"H100 80GB HBM3": _SXM, "H200": _SXM, "H100 PCIe": {"fp32": 51.2, "tf32": 378.0,
+                                                             "fp16": 756.0}}
+# tf32x3 runs three tf32 products per output, so its ceiling is a third of tf32's.
+_PEAK_UNIT = {"ieee": ("fp32", 1), "tf32": ("tf32", 1), "tf32x3": ("tf32", 3),
+              "fp16": ("fp16", 1), "bf16": ("fp16", 1)}
+
+
+def peak_tflops(gpu: str, precision: str) -> float:
+    for name, peaks in PEAKS.items():
+        if name in gpu:
+            unit, div = _PEAK_UNIT[precision]
+            return peaks[unit] / div
+    return float("nan")
+
+
+def tflops(m: int, n: int, k: int, ms: float) -> float:
+    return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+
+
+class Impl(NamedTuple):
+    name: str         # "triton", "cublas", or a cuda_ref step
+    precision: str    # arithmetic precision (see PRECISIONS)
+    fn: Callable      # (a, b) -> a @ b
+    layouts: tuple    # operand layouts it accepts
+    operands: str     # precision whose operand set it reads (wmma reads fp32 operands)
+
+
+@contextlib.contextmanager
+def cublas_precision(precision: str):
+    """torch.matmul's setting for a precision: TF32 on only for 'tf32'."""
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def make_operands(case: Case, dtype: torch.dtype, device: str, l2_bytes: int = 0):
+    """Fresh N(0,1) operand pairs in the case's layout; several pairs when one fits in L2,
+    so timing rotates through them and measures memory, not cache."""
+    per_set = (case.m * case.k + case.k * case.n) * torch.finfo(dtype).bits // 8
+    sets = 1 if per_set == 0 else max(1, min(8, -(-2 * l2_bytes // per_set)))
+
+    def one():
+        def rnd(*shape):
+            return torch.randn(*shape, device=device).to(dtype)
+        if case.layout == "nt":
+            return rnd(case.m, case.k), rnd(case.n, case.k).t()
+        if case.layout == "pad":
+            return rnd(case.m, case.k + 3)[:, :case.k], rnd(case.k, case.n + 5)[:, :case.n]
+        return rnd(case.m, case.k), rnd(case.k, case.n)
+    return [one() for _ in range(sets)]
+
+
+def rel_error(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
+    ref = a.double() @ b.double()
+    return ((out.double() - ref).norm() / ref.norm()).item()
+
+
+def time_ms(fn: Callable, operand_sets, on_gpu: bool) -> float:
+    """Median milliseconds of fn(a, b), rotating through the operand sets."""
+    state = {"i": 0}
+
+    def call():
+        a, b = operand_sets[state["i"] % len(operand_sets)]
+        state["i"] += 1
+        return fn(a, b)
+
+    if on_gpu:
+        import triton.testing
+        call()  # compile / tune / build outside the timed region
+        torch.cuda.synchronize()
+        return triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median")
+    samples = []
+    for _ in range(3):
+        start = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(samples)

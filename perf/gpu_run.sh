@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Everything the GPU machine is needed for, in one call, logs under $OUT:
+#   bash perf/gpu_run.sh [tests] [sanitize] [quick] [report ARGS...]
+# tests: the GPU pytest suite; sanitize: compute-sanitizer memcheck over the CUDA ladder;
+# quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-$(mktemp -d)}"
+mkdir -p "$out"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+status=0
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+} > "$out/device.txt" 2>&1
+cat "$out/device.txt"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        tests)
+            python3 -m pytest -q -rs --durations=15 tests 2>&1 | tee "$out/pytest.log" | tail -40
+            status=$((status | ${PIPESTATUS[0]})) ;;
+        sanitize)
+            compute-sanitizer --tool memcheck --leak-check no python3 perf/sanitize_ladder.py \
+                > "$out/sanitizer.log" 2>&1
+            status=$((status | $?)); tail -8 "$out/sanitizer.log" ;;
+        quick)
+            python3 perf/report.py --quick --out "$out/report" 2>&1 \
+                | tee "$out/report.log" | tail -60
+            status=$((status | ${PIPESTATUS[0]})) ;;
+        report)
+            shift
+            python3 perf/report.py --out "$out/report" "$@" 2>&1 \
+                | tee "$out/report.log" | tail -80
+            status=$((status | ${PIPESTATUS[0]}))
+            break ;;
+        *) echo "unknown stage $1"; exit 2 ;;
+    esac
+    shift
+done
+exit "$status"

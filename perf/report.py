@@ -1,0 +1,193 @@
+"""Benchmark every implementation against cuBLAS and write the report.
+
+    python perf/report.py --quick                 # a few shapes, every implementation
+    python perf/report.py --suite square,llm      # full suites
+    python perf/report.py --impl triton,cublas --precision fp16,bf16 --suite llm
+
+On a CUDA GPU: every cuda_ref ladder step, triton_gemm at each precision (ieee, tf32,
+tf32x3, fp16, bf16) and cuBLAS (torch.matmul with TF32 on only for tf32) in the same run;
+median time (triton.testing.do_bench), TFLOPS = 2MNK/t, ratio to cuBLAS, % of the device's
+peak, relative error against float64. Written to perf/results/<gpu>/ as report.csv,
+report.md, ladder.png and sizes.png.
+
+Without a GPU: the Triton kernels run in Triton's CPU interpreter on a few tiny shapes and
+the report shows their error; its times are interpreter times, not GPU figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import re
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+ON_GPU = torch.cuda.is_available()
+if not ON_GPU:
+    # triton.jit reads this when triton_gemm's kernels are defined: set it before the import.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pandas as pd  # noqa: E402
+import triton  # noqa: E402
+
+import triton_gemm  # noqa: E402
+from perf import bench, suites, tables  # noqa: E402
+from triton_gemm import cuda_ref  # noqa: E402
+from triton_gemm.tolerances import tolerance  # noqa: E402
+
+IMPL_GROUPS = ("triton", "cublas", "cuda_ref")
+
+
+def _csv_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="perf/report.py",
+        description="Benchmark triton_gemm, the CUDA SGEMM ladder and cuBLAS (torch.matmul) "
+                    "in one run; write CSV, markdown and plots.",
+        epilog="Without a CUDA GPU the Triton kernels run in the CPU interpreter on tiny "
+               "shapes: a correctness check, not a benchmark.")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a few shapes ({', '.join(c.label for c in suites.QUICK)}); "
+                             "under 5 minutes on an H100")
+    parser.add_argument("--suite", default="square",
+                        help=f"comma-separated shape suites from {', '.join(suites.SUITES)} "
+                             "(default: square)")
+    parser.add_argument("--impl", default=",".join(IMPL_GROUPS),
+                        help="comma-separated implementations: triton, cublas, cuda_ref (all "
+                             "ladder steps) or single steps: " + ", ".join(cuda_ref.NAMES))
+    parser.add_argument("--precision", default=",".join(bench.PRECISIONS),
+                        help="comma-separated precisions from " + ", ".join(bench.PRECISIONS))
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default: perf/results/<gpu name>/)")
+    args = parser.parse_args(argv)
+    for name in _csv_list(args.suite):
+        if name not in suites.SUITES:
+            parser.error(f"--suite: unknown suite {name!r}; choose from {', '.join(suites.SUITES)}")
+    for name in _csv_list(args.impl):
+        if name not in IMPL_GROUPS and name not in cuda_ref.NAMES:
+            parser.error(f"--impl: unknown implementation {name!r}; choose from "
+                         f"{', '.join(IMPL_GROUPS + cuda_ref.NAMES)}")
+    for name in _csv_list(args.precision):
+        if name not in bench.PRECISIONS:
+            parser.error(f"--precision: unknown precision {name!r}; choose from "
+                         f"{', '.join(bench.PRECISIONS)}")
+    if not _csv_list(args.impl) or not _csv_list(args.precision):
+        parser.error("--impl and --precision need at least one value")
+    return args
+
+
+def build_impls(impl_names, precisions, on_gpu) -> list[bench.Impl]:
+    """The implementations to run, cuBLAS baselines first so ratios come from this run."""
+    wanted = set(impl_names)
+    impls = []
+    if on_gpu and "cublas" in wanted:
+        baselines = dict.fromkeys(bench.BASELINE[p] for p in precisions)
+        for p in baselines:
+            impls.append(bench.Impl("cublas", p, torch.matmul, suites.LAYOUTS, p))
+    if "triton" in wanted:
+        for p in precisions:
+            arg = p if p in triton_gemm.PRECISIONS else None
+            impls.append(bench.Impl(
+                "triton", p, lambda a, b, arg=arg: triton_gemm.matmul(a, b, precision=arg),
+                suites.LAYOUTS, p))
+    steps = cuda_ref.NAMES if "cuda_ref" in wanted else [n for n in cuda_ref.NAMES if n in wanted]
+    if on_gpu and "ieee" in precisions:
+        for step in steps:
+            p = "fp16" if step in cuda_ref.TENSOR_CORE_KERNELS else "ieee"
+            impls.append(bench.Impl(step, p, cuda_ref.KERNELS[step], ("nn",), "ieee"))
+    return impls
+
+
+def _meta() -> dict:
+    gpu = torch.cuda.get_device_name() if ON_GPU else "cpu-interpreter"
+    return {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
+            "date": datetime.date.today().isoformat(),
+            "mode": "gpu" if ON_GPU else "cpu-interpreter"}
+
+
+def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, progress=True) -> pd.DataFrame:
+    """Measure every (case, impl) pair; one row each."""
+    meta = _meta()
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size if on_gpu else 0
+    device = "cuda" if on_gpu else "cpu"
+    pairs = [(c, i) for c in cases for i in impls if c.layout in i.layouts]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(pairs), desc="benchmark", unit="run", file=sys.stderr)
+    rows = []
+    for case in cases:
+        operands = {}
+        for impl in (i for i in impls if case.layout in i.layouts):
+            if bar:
+                bar.set_postfix_str(f"{case.label} {impl.name} {impl.precision}")
+            if impl.operands not in operands:
+                sets = bench.make_operands(case, bench.DTYPES[impl.operands], device, l2)
+                a, b = sets[0]
+                operands[impl.operands] = (sets, a.double() @ b.double())
+            sets, ref = operands[impl.operands]
+            with bench.cublas_precision(impl.precision):
+                a, b = sets[0]
+                out = impl.fn(a, b)
+                err = ((out.double() - ref).norm() / ref.norm()).item()
+                ms = time_fn(impl.fn, sets, on_gpu)
+            dtype = bench.DTYPES[impl.precision]
+            rows.append({
+                "shape": case.label, "M": case.m, "N": case.n, "K": case.k,
+                "layout": case.layout, "impl": impl.name, "precision": impl.precision,
+                "time_ms": ms,
+                "tflops": bench.tflops(case.m, case.n, case.k, ms) if on_gpu else float("nan"),
+                "rel_error": err,
+                "error_ok": err <= tolerance(dtype, impl.precision if dtype == torch.float32
+                                             else None),
+                **meta})
+            if bar:
+                bar.update()
+        del operands
+    if bar:
+        bar.close()
+    return tables.add_derived(pd.DataFrame(rows))
+
+
+def default_out(gpu: str) -> Path:
+    return ROOT / "perf" / "results" / re.sub(r"[^A-Za-z0-9.]+", "-", gpu).strip("-")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    precisions = _csv_list(args.precision)
+    if ON_GPU:
+        cases = list(suites.QUICK) if args.quick else suites.cases(_csv_list(args.suite))
+    else:
+        cases = list(suites.INTERPRETER)
+        print("No CUDA GPU: running the Triton kernels in the CPU interpreter on tiny shapes "
+              "(a correctness check; times are not GPU figures).", file=sys.stderr)
+    impls = build_impls(_csv_list(args.impl), precisions, ON_GPU)
+    if not impls:
+        print("nothing to run for this --impl/--precision on this machine", file=sys.stderr)
+        return 2
+    df = run(cases, impls, on_gpu=ON_GPU)
+    out = args.out or default_out(df.gpu.iloc[0])
+    files = tables.write(df, out, "triton_gemm benchmark report", cuda_ref.NAMES)
+    print(tables.markdown(df, "triton_gemm benchmark report"))
+    print("\nwrote " + ", ".join(str(f) for f in files))
+    bad = df[~df.error_ok]
+    if len(bad):
+        print(f"\n{len(bad)} row(s) exceed their precision's error tolerance:\n"
+              + bad[["shape", "impl", "precision", "rel_error"]].to_string(index=False))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Shape suites of the report. A case is (M, N, K, layout): layout "nn" multiplies row-major
+A and B; "nt" takes B as the transpose of a row-major (N, K) weight, as linear() does; "pad"
+gives A and B leading dimensions padded past K and N (unaligned strides)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Case(NamedTuple):
+    m: int
+    n: int
+    k: int
+    layout: str = "nn"
+
+    @property
+    def label(self) -> str:
+        tail = "" if self.layout == "nn" else f" {self.layout}"
+        return f"{self.m}x{self.n}x{self.k}{tail}"
+
+
+LAYOUTS = ("nn", "nt", "pad")
+
+# N x K of common transformer projections (Llama-7B attention and MLP, Llama-70B MLP).
+LLM_WEIGHTS = ((4096, 4096), (11008, 4096), (4096, 11008), (28672, 8192), (8192, 28672))
+
+SUITES = {
+    "square": tuple(Case(s, s, s) for s in (512, 1024, 2048, 4096, 6144, 8192)),
+    "llm": tuple(Case(m, n, k, "nt") for m in (16, 128, 2048, 8192) for n, k in LLM_WEIGHTS),
+    "odd": (Case(4097, 4097, 4097), Case(1000, 1000, 1000), Case(4093, 4091, 4099),
+            Case(127, 8191, 509), Case(4096, 4096, 4096, "pad"), Case(3000, 3000, 3000, "pad")),
+    "skinny": tuple(Case(m, 8192, 8192, "nt") for m in (1, 2, 4, 8, 16, 32, 64))
+              + (Case(16, 28672, 8192, "nt"),),
+    "splitk": (Case(128, 128, 65536), Case(64, 64, 65536), Case(256, 256, 32768),
+               Case(128, 128, 16384)),
+}
+
+# --quick: a few shapes that still show the ladder, every precision, and an odd size.
+QUICK = (Case(4096, 4096, 4096), Case(8192, 8192, 8192), Case(4097, 4097, 4097),
+         Case(16, 8192, 8192, "nt"))
+
+# Without a GPU, the Triton interpreter runs these (seconds each).
+INTERPRETER = (Case(64, 64, 64), Case(33, 65, 47), Case(17, 40, 31, "nt"),
+               Case(48, 24, 40, "pad"))
+
+
+def cases(suite_names) -> list[Case]:
+    """The union of the named suites, in order, without repeats."""
+    out: list[Case] = []
+    for name in suite_names:
+        if name not in SUITES:
+            raise ValueError(f"unknown suite {name!r}; choose from {sorted(SUITES)}")
+        out += [c for c in SUITES[name] if c not in out]
+    return out

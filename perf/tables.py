@@ -1,0 +1,120 @@
+"""From measured rows to the report: ratios to cuBLAS, % of peak, markdown, CSV, plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from perf.bench import BASELINE, peak_tflops
+
+SHAPE_COLS = ["M", "N", "K", "layout"]
+
+
+def add_derived(df: pd.DataFrame) -> pd.DataFrame:
+    """vs_cublas: cuBLAS time at the row's baseline precision over the row's time, for the
+    same shape in the same run; pct_peak: TFLOPS over the device's peak for the precision."""
+    df = df.copy()
+    base = df[df.impl == "cublas"].set_index(SHAPE_COLS + ["precision"])["time_ms"]
+    keys = zip(*(df[c] for c in SHAPE_COLS), df.precision.map(BASELINE))
+    df["vs_cublas"] = [base.get(key, float("nan")) for key in keys] / df.time_ms
+    df["pct_peak"] = [100.0 * t / peak_tflops(g, p)
+                      for t, g, p in zip(df.tflops, df.gpu, df.precision)]
+    return df
+
+
+def pivot(df: pd.DataFrame, value: str) -> pd.DataFrame:
+    """impl/precision x shape table of one column, rows in the order they were measured."""
+    rows = df.assign(implementation=df.impl + " " + df.precision)
+    table = rows.pivot_table(index="implementation", columns="shape", values=value, sort=False,
+                             dropna=False)
+    return table[list(dict.fromkeys(df["shape"]))]
+
+
+def markdown(df: pd.DataFrame, title: str) -> str:
+    first = df.iloc[0]
+    lines = [f"# {title}", "",
+             f"Device: {first.gpu}; torch {first.torch}, triton {first.triton}; {first.date}.",
+             ""]
+    if first["mode"] != "gpu":
+        lines += ["**CPU interpreter run: times are Triton-interpreter times on the CPU, "
+                  "not GPU figures. Only the error columns mean anything here.**", "",
+                  "## Relative error against float64", "",
+                  pivot(df, "rel_error").to_markdown(floatfmt=".2e"), "",
+                  "## CPU-interpreter milliseconds (not GPU figures)", "",
+                  pivot(df, "time_ms").to_markdown(floatfmt=".0f"), ""]
+        return "\n".join(lines)
+    lines += ["## TFLOPS (median)", "", pivot(df, "tflops").to_markdown(floatfmt=".1f"), "",
+              "## Ratio to cuBLAS in the same run", "",
+              pivot(df, "vs_cublas").to_markdown(floatfmt=".2f"), "",
+              "## % of peak", "", pivot(df, "pct_peak").to_markdown(floatfmt=".1f"), "",
+              "## Relative error against float64", "",
+              pivot(df, "rel_error").to_markdown(floatfmt=".1e"), ""]
+    return "\n".join(lines)
+
+
+def plot(df: pd.DataFrame, out_dir: Path, ladder_order) -> list[Path]:
+    """ladder.png (the CUDA ladder at 4096^3 with cuBLAS marked) and sizes.png (TFLOPS
+    against size per precision on the square shapes). Returns the files written."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    at = df[(df.M == 4096) & (df.N == 4096) & (df.K == 4096) & (df.layout == "nn")]
+    ladder = at[at.impl.isin(ladder_order)].set_index("impl").reindex(
+        [s for s in ladder_order if s in set(at.impl)])
+    if len(ladder):
+        fig, ax = plt.subplots(figsize=(10, 4.5))
+        extra = at[(at.impl == "triton")][["precision", "tflops"]]
+        names = list(ladder.index) + [f"triton {p}" for p in extra.precision]
+        values = list(ladder.tflops) + list(extra.tflops)
+        ax.bar(range(len(names)), values, color=["tab:blue"] * len(ladder) +
+               ["tab:orange"] * len(extra))
+        for precision, style in (("ieee", "-"), ("fp16", "--")):
+            ref = at[(at.impl == "cublas") & (at.precision == precision)]
+            if len(ref):
+                ax.axhline(ref.tflops.iloc[0], color="k", linestyle=style,
+                           label=f"cuBLAS {precision}: {ref.tflops.iloc[0]:.0f}")
+        ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
+        ax.set_ylabel("TFLOPS")
+        ax.set_yscale("log")
+        ax.set_title(f"SGEMM ladder, 4096^3, {at.gpu.iloc[0]}")
+        ax.legend()
+        fig.tight_layout()
+        written.append(out_dir / "ladder.png")
+        fig.savefig(written[-1], dpi=120)
+        plt.close(fig)
+
+    square = df[(df.M == df.N) & (df.N == df.K) & (df.layout == "nn")
+                & df.impl.isin(["triton", "cublas"])]
+    precisions = list(dict.fromkeys(square.precision))
+    if square.M.nunique() > 1 and precisions:
+        fig, axes = plt.subplots(1, len(precisions), figsize=(3.6 * len(precisions), 3.6),
+                                 squeeze=False)
+        for ax, precision in zip(axes[0], precisions):
+            for impl, group in square[square.precision == precision].groupby("impl"):
+                group = group.sort_values("M")
+                ax.plot(group.M, group.tflops, marker="o", label=impl)
+            ax.set_title(precision)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("M = N = K")
+            ax.legend()
+        axes[0][0].set_ylabel("TFLOPS")
+        fig.tight_layout()
+        written.append(out_dir / "sizes.png")
+        fig.savefig(written[-1], dpi=120)
+        plt.close(fig)
+    return written
+
+
+def write(df: pd.DataFrame, out_dir: Path, title: str, ladder_order) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv = out_dir / "report.csv"
+    df.to_csv(csv, index=False)
+    md = out_dir / "report.md"
+    md.write_text(markdown(df, title))
+    files = [csv, md]
+    if df["mode"].iloc[0] == "gpu":
+        files += plot(df, out_dir, ladder_order)
+    return files
