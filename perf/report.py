@@ -148,6 +148,7 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, progress=True) -> pd.Dat
                 "time_ms": ms,
                 "tflops": bench.tflops(case.m, case.n, case.k, ms) if on_gpu else float("nan"),
                 "rel_error": err,
+                "config": triton_gemm.last_config() if impl.name == "triton" else "",
                 "error_ok": err <= tolerance(dtype, impl.precision if dtype == torch.float32
                                              else None),
                 **meta})

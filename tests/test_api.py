@@ -15,8 +15,11 @@ from triton_gemm.tolerances import assert_close
 SHAPES = [(1, 1, 1), (1, 7, 5), (17, 13, 31), (64, 32, 48), (33, 1, 70), (5, 67, 3),
           (97, 41, 129)]
 if DEVICE == "cuda":
+    # ... and the dispatcher's thresholds: padding from M, N >= 64, K-major staging of fp32
+    # tensor-core operands from M >= 512.
     SHAPES += [(257, 383, 511), (1024, 1024, 1024), (1, 4096, 4096), (4096, 3, 1000),
-               (1000, 1000, 4096)]
+               (1000, 1000, 4096), (63, 1025, 1027), (64, 1025, 1027), (511, 256, 256),
+               (512, 256, 256)]
 
 
 def ref_matmul(a, b):

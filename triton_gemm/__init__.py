@@ -1,7 +1,8 @@
 """triton_gemm: autotuned Triton GEMM kernels with torch.matmul semantics."""
 
-from .api import PRECISIONS, addmm, bmm, linear, matmul, mm, resolve_precision, tuned_configs
+from .api import (PRECISIONS, addmm, bmm, last_config, linear, matmul, mm, resolve_precision,
+                  tuned_configs)
 
-__all__ = ["PRECISIONS", "addmm", "bmm", "linear", "matmul", "mm", "resolve_precision",
-           "tuned_configs"]
+__all__ = ["PRECISIONS", "addmm", "bmm", "last_config", "linear", "matmul", "mm",
+           "resolve_precision", "tuned_configs"]
 __version__ = "0.1.0"

@@ -6,6 +6,7 @@ import numbers
 
 import torch
 
+from . import dispatch
 from .kernels import matmul as _kernel
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -76,7 +77,7 @@ def _mm3(a, b, *, out_dtype, precision, d=None, alpha=1.0, beta=0.0):
     if alpha == 0.0:
         # torch ignores the product (NaN included) when alpha is 0: run with K = 0.
         a, b = a[:, :, :0], b[:, :0, :]
-    return _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision)
+    return dispatch.run(a, b, out, d, alpha=alpha, beta=beta, precision=precision)
 
 
 def mm(input, mat2, *, precision=None):
@@ -196,3 +197,8 @@ def linear(input, weight, bias=None, *, precision=None):
 def tuned_configs() -> dict:
     """The configs the autotuner chose so far: {(family, tuning key): config name}."""
     return _kernel.tuned_configs()
+
+
+def last_config() -> str | None:
+    """Name of the config the most recent triton_gemm launch in this process ran."""
+    return _kernel.last_config()

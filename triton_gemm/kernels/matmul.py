@@ -33,7 +33,7 @@ B_K_CONTIGUOUS = 2
 @triton.jit
 def _matmul_kernel(
     a_ptr, b_ptr, c_ptr, d_ptr,
-    M, N, K,
+    M, N, K, NB,
     stride_ab, stride_am, stride_ak,
     stride_bb, stride_bk, stride_bn,
     stride_cb, stride_cm, stride_cn,
@@ -45,8 +45,10 @@ def _matmul_kernel(
 ):
     """One BM x BN tile of C[batch] = alpha * A[batch] @ B[batch] (+ beta * D[batch]).
 
-    A: (batch, M, K), B: (batch, K, N), C: (batch, M, N), D broadcast to C's shape (any
-    stride may be 0); all with arbitrary element strides. Grid: (batch * ceil(M/BM) *
+    A: (batch, M, K), B: (batch, K, NB) of which the first N columns are used (NB > N
+    when B is a zero-padded copy: edge tiles then read the padding, not wrapped columns,
+    so B's column offsets keep their alignment), C: (batch, M, N), D broadcast to C's shape
+    (any stride may be 0); all with arbitrary element strides. Grid: (batch * ceil(M/BM) *
     ceil(N/BN),). Accumulates in fp32; PRECISION is tl.dot's input_precision ("ieee",
     "tf32", "tf32x3"; ignored for 16-bit operands). UPCAST converts bf16 operands to
     fp32 before the dot (Triton's interpreter returns garbage for a bf16 dot). INT64 computes element
@@ -75,10 +77,10 @@ def _matmul_kernel(
         offs_m = offs_m.to(tl.int64)
         offs_n = offs_n.to(tl.int64)
         offs_k = offs_k.to(tl.int64)
-    # Rows/columns past the edge read a valid row instead (wrapped), so only K needs a
-    # load mask; their results are never stored.
+    # Rows/columns past the edge read a valid row/column instead (wrapped), so only K needs
+    # a load mask; their results are never stored.
     rows_a = offs_m % M
-    cols_b = offs_n % N
+    cols_b = offs_n % NB
     batch64 = batch.to(tl.int64)
     a_ptrs = (a_ptr + batch64 * stride_ab + rows_a[:, None] * stride_am
               + offs_k[None, :] * stride_ak)
@@ -135,15 +137,16 @@ def layout_code(a: torch.Tensor, b: torch.Tensor) -> int:
 
 
 def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", config=None):
-    """Launch on 3-D operands: out[i] = alpha * a[i] @ b[i] + beta * d[i].
+    """Launch on 3-D operands: out[i] = alpha * a[i] @ b[i, :, :N] + beta * d[i].
 
-    a: (B, M, K), b: (B, K, N), out: (B, M, N) on one device, same dtype; d None or
+    a: (B, M, K), b: (B, K, NB), out: (B, M, N) with NB >= N, on one device, same dtype;
+    d None or
     broadcastable to out by strides (expanded views, stride 0 allowed). precision is a
     resolved name ("ieee", "tf32", "tf32x3"; any for 16-bit operands). config pins a
     triton.Config instead of autotuning (tests pin every config this way). Returns out.
     """
     batch, m, k = a.shape
-    n = b.shape[2]
+    n, nb = out.shape[2], b.shape[2]
     if out.numel() == 0:
         return out
     has_d = d is not None and beta != 0
@@ -155,7 +158,7 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", confi
     dot_precision = "tf32" if sixteen_bit else precision
     int64 = max(_span(a), _span(b), _span(out), _span(d)) >= 2**31
     args = (
-        a, b, out, d, m, n, k,
+        a, b, out, d, m, n, k, nb,
         a.stride(0), a.stride(1), a.stride(2),
         b.stride(0), b.stride(1), b.stride(2),
         out.stride(0), out.stride(1), out.stride(2),
@@ -177,8 +180,19 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", confi
     if config is not None:
         _matmul_kernel[grid](*args, **meta, **config.all_kwargs())
     else:
-        _TUNED[family][grid](*args, **meta)
+        tuner = _TUNED[family]
+        tuner[grid](*args, **meta)
+        config = tuner.best_config
+    _last["config"] = configs.config_name(config, family)
     return out
+
+
+_last = {"config": None}
+
+
+def last_config() -> str | None:
+    """Name of the config the most recent launch ran (tuned, pinned or default)."""
+    return _last["config"]
 
 
 def tuned_configs() -> dict:

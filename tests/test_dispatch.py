@@ -1,0 +1,61 @@
+"""The dispatcher: which copies it plans, and that every staged path computes the product."""
+
+import pytest
+import torch
+
+from conftest import CASE_IDS, CASES, randn, requires_kernels
+from triton_gemm import dispatch
+from triton_gemm.tolerances import assert_close
+
+
+def _ops(m, n, k, a_layout="row", b_layout="row", dtype=torch.float32):
+    a = torch.empty(1, m, k, dtype=dtype) if a_layout == "row" else \
+        torch.empty(1, k, m, dtype=dtype).transpose(1, 2)
+    b = torch.empty(1, k, n, dtype=dtype) if b_layout == "row" else \
+        torch.empty(1, n, k, dtype=dtype).transpose(1, 2)
+    return a, b
+
+
+def test_aligned_operands_run_as_given():
+    for precision in ("ieee", "tf32", "half"):
+        assert dispatch.plan(*_ops(4096, 4096, 4096, "row", "col"), precision) == dispatch.PLAIN
+    assert dispatch.plan(*_ops(4096, 4096, 4096), "half") == dispatch.PLAIN
+    assert dispatch.plan(*_ops(4096, 4096, 4096), "ieee") == dispatch.PLAIN
+
+
+def test_unaligned_sizes_are_padded_when_large():
+    p = dispatch.plan(*_ops(4097, 4097, 4097, dtype=torch.float16), "half")
+    assert p.pad and not p.b_k_major
+    assert dispatch.plan(*_ops(4097, 4097, 4097), "tf32") == dispatch.Plan(True, True, True)
+    # At the threshold: M = 63 is memory-bound, padding would double the bytes.
+    assert not dispatch.plan(*_ops(dispatch.PAD_MIN_MN - 1, 4097, 4097), "half").pad
+    assert dispatch.plan(*_ops(dispatch.PAD_MIN_MN, 4097, 4097), "half").pad
+
+
+def test_fp32_tensor_core_operands_are_staged_k_major_for_large_problems():
+    row_b = _ops(dispatch.STAGE_MIN, 4096, 4096)
+    assert dispatch.plan(*row_b, "tf32") == dispatch.Plan(False, False, True)
+    assert dispatch.plan(*row_b, "tf32x3") == dispatch.Plan(False, False, True)
+    assert dispatch.plan(*row_b, "ieee") == dispatch.PLAIN  # FMA prefers row-major B
+    assert dispatch.plan(*_ops(dispatch.STAGE_MIN - 1, 4096, 4096), "tf32") == dispatch.PLAIN
+    assert dispatch.plan(*_ops(4096, 4096, 4096, "col", "col"), "tf32") == \
+        dispatch.Plan(False, True, False)
+
+
+PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
+         dispatch.Plan(False, True, True), dispatch.Plan(False, False, True)]
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("plan", PLANS, ids=lambda p: "-".join(
+    f for f, v in zip(p._fields, p) if v))
+def test_staged_paths_compute_the_product(dtype, precision, plan):
+    precision = precision or "half"
+    a = randn(2, 45, 33, dtype=dtype).transpose(1, 2)  # (2, 33, 45): column-major A
+    b = randn(2, 45, 19, dtype=dtype)
+    d = randn(19, dtype=dtype)
+    out = torch.full((2, 33, 19), float("nan"), dtype=dtype, device=a.device)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=plan)
+    ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
+    assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
