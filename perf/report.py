@@ -69,7 +69,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="comma-separated precisions from " + ", ".join(bench.PRECISIONS))
     parser.add_argument("--out", type=Path, default=None,
                         help="output folder (default: perf/results/<gpu name>/)")
+    parser.add_argument("--from-csv", type=Path, nargs="+", default=None, metavar="CSV",
+                        help="measure nothing: rebuild the tables and plots from report.csv "
+                             "files of earlier runs (one GPU), e.g. suites run in separate calls")
     args = parser.parse_args(argv)
+    for path in args.from_csv or ():
+        if not path.is_file():
+            parser.error(f"--from-csv: no such file {path}")
     for name in _csv_list(args.suite):
         if name not in suites.SUITES:
             parser.error(f"--suite: unknown suite {name!r}; choose from {', '.join(suites.SUITES)}")
@@ -166,6 +172,14 @@ def default_out(gpu: str) -> Path:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.from_csv:
+        df = pd.concat([pd.read_csv(p, keep_default_na=False, na_values=[""])
+                        for p in args.from_csv], ignore_index=True)
+        if df.gpu.nunique() != 1:
+            print(f"--from-csv: rows come from several devices {sorted(df.gpu.unique())}; "
+                  f"ratios are only meaningful within one", file=sys.stderr)
+            return 2
+        return _write_report(df, args.out)
     precisions = _csv_list(args.precision)
     if ON_GPU:
         cases = list(suites.QUICK) if args.quick else suites.cases(_csv_list(args.suite))
@@ -177,8 +191,11 @@ def main(argv=None) -> int:
     if not impls:
         print("nothing to run for this --impl/--precision on this machine", file=sys.stderr)
         return 2
-    df = run(cases, impls, on_gpu=ON_GPU)
-    out = args.out or default_out(df.gpu.iloc[0])
+    return _write_report(run(cases, impls, on_gpu=ON_GPU), args.out)
+
+
+def _write_report(df: pd.DataFrame, out: Path | None) -> int:
+    out = out or default_out(df.gpu.iloc[0])
     files = tables.write(df, out, "triton_gemm benchmark report", cuda_ref.NAMES)
     print(tables.markdown(df, "triton_gemm benchmark report"))
     print("\nwrote " + ", ".join(str(f) for f in files))

@@ -19,7 +19,9 @@ if DEVICE == "cuda":
     # tensor-core operands from M >= 512.
     SHAPES += [(257, 383, 511), (1024, 1024, 1024), (1, 4096, 4096), (4096, 3, 1000),
                (1000, 1000, 4096), (63, 1025, 1027), (64, 1025, 1027), (511, 256, 256),
-               (512, 256, 256)]
+               (512, 256, 256), (2048, 1152, 256), (2049, 2050, 136)]
+    # The last two take the persistent TMA kernel on Hopper (>= one 128x128 tile per SM),
+    # the second through padded copies and an aligned output buffer.
 
 
 def ref_matmul(a, b):

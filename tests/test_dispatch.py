@@ -43,7 +43,9 @@ def test_fp32_tensor_core_operands_are_staged_k_major_for_large_problems():
 
 
 PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
-         dispatch.Plan(False, True, True), dispatch.Plan(False, False, True)]
+         dispatch.Plan(False, True, True), dispatch.Plan(False, False, True),
+         dispatch.Plan(True, True, True, True), dispatch.Plan(False, True, True, True),
+         dispatch.Plan(True, True, False, True)]
 
 
 @requires_kernels
@@ -52,10 +54,24 @@ PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
     f for f, v in zip(p._fields, p) if v))
 def test_staged_paths_compute_the_product(dtype, precision, plan):
     precision = precision or "half"
-    a = randn(2, 45, 33, dtype=dtype).transpose(1, 2)  # (2, 33, 45): column-major A
-    b = randn(2, 45, 19, dtype=dtype)
+    batch = 1 if plan.persistent else 2  # the persistent kernel takes single products
+    a = randn(batch, 45, 33, dtype=dtype).transpose(1, 2)  # (batch, 33, 45): column-major A
+    b = randn(batch, 45, 19, dtype=dtype)
     d = randn(19, dtype=dtype)
-    out = torch.full((2, 33, 19), float("nan"), dtype=dtype, device=a.device)
+    out = torch.full((batch, 33, 19), float("nan"), dtype=dtype, device=a.device)
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=plan)
     ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
     assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
+
+
+def test_persistent_kernel_for_large_single_products_on_hopper():
+    sms = 132
+    big = _ops(2048, 2048, 1024, dtype=torch.float16)
+    assert dispatch.plan(*big, "half", sms).persistent
+    assert not dispatch.plan(*big, "half", None).persistent  # not Hopper
+    assert not dispatch.plan(*big, "ieee", sms).persistent  # SIMT: no TMA path
+    # Fewer 128x128 tiles than SMs: the plain kernel.
+    assert not dispatch.plan(*_ops(1024, 2048, 1024, dtype=torch.float16), "half", sms).persistent
+    assert dispatch.plan(*_ops(1152, 2048, 1024, dtype=torch.float16), "half", sms).persistent
+    a, b = big
+    assert not dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "half", sms).persistent

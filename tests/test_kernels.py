@@ -6,7 +6,9 @@ import torch
 from conftest import DEVICE, gpu_only, randn, requires_kernels
 from triton_gemm.tolerances import assert_close
 from triton_gemm import configs
+from triton_gemm.kernels import common
 from triton_gemm.kernels import matmul as kernel
+from triton_gemm.kernels import persistent
 
 # Family -> the (dtype, precision) pairs it serves.
 FAMILY_CASES = {
@@ -64,10 +66,10 @@ def test_output_strides_are_respected():
 def test_layout_code_and_int64_span():
     a = torch.empty(1, 8, 4)
     b = torch.empty(1, 4, 6)
-    assert kernel.layout_code(a, b) == kernel.A_K_CONTIGUOUS
-    assert kernel.layout_code(a, b.mT.contiguous().mT) == (kernel.A_K_CONTIGUOUS
-                                                           | kernel.B_K_CONTIGUOUS)
-    assert kernel.layout_code(a.mT.contiguous().mT, b) == 0
+    assert common.layout_code(a, b) == common.A_K_CONTIGUOUS
+    assert common.layout_code(a, b.mT.contiguous().mT) == (common.A_K_CONTIGUOUS
+                                                           | common.B_K_CONTIGUOUS)
+    assert common.layout_code(a.mT.contiguous().mT, b) == 0
     assert kernel._span(torch.empty(3, 5)) == 15
     assert kernel._span(torch.empty(3, 5).t()) == 15
     assert kernel._span(torch.empty(1, 5).expand(4, 5)) == 5
@@ -87,3 +89,56 @@ def test_int64_offsets_beyond_2_pow_31_elements():
     assert_close(out[0, -32:], torch.matmul(a[-32:].double(), b.double()), torch.float16,
                  what="rows past 2^31 elements")
     assert (out[0, :-32] == 0).all()
+
+
+def aligned(rows, cols, dtype, fill=None):
+    """A (rows, cols) view whose row stride is padded to 16 bytes, as TMA needs."""
+    per_16 = 128 // torch.finfo(dtype).bits  # elements per 16 bytes
+    storage_cols = -(-cols // per_16) * per_16
+    if fill is None:
+        base = randn(rows, storage_cols, dtype=dtype)
+    else:
+        base = torch.full((rows, storage_cols), fill, dtype=dtype, device=DEVICE)
+    return base[:, :cols]
+
+
+PERSISTENT_CASES = [
+    ("half", tile, dtype, "half", b_k_major)
+    for tile in configs.persistent_tiles("half")
+    for dtype in (torch.float16, torch.bfloat16) for b_k_major in (False, True)
+] + [
+    ("tf32", tile, torch.float32, precision, True)
+    for tile in configs.persistent_tiles("tf32") for precision in ("tf32", "tf32x3")
+]
+
+
+@requires_kernels
+@pytest.mark.parametrize("family,tile,dtype,precision,b_k_major", PERSISTENT_CASES,
+                         ids=[f"{t[0]}-{dt}-{p}-{'kmajor' if km else 'row'}".replace("torch.", "")
+                              for _, t, dt, p, km in PERSISTENT_CASES])
+def test_every_persistent_config(family, tile, dtype, precision, b_k_major):
+    """Each persistent TMA config, ragged M/N/K, bias-style D, output poisoned."""
+    m, n, k = (300, 270, 200) if DEVICE == "cuda" else (67, 45, 70)
+    config = configs.persistent_configs(family)[configs.persistent_tiles(family).index(tile)]
+    a = aligned(m, k, dtype)
+    b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
+    d = randn(n, dtype=dtype)
+    out = aligned(m, n, dtype, fill=float("nan"))
+    assert persistent.supports(a, b, out, precision)
+    persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision,
+                         config=config)
+    ref = -(a.double() @ b.double()).cpu() + 2.0 * d.double().cpu()
+    assert_close(out, ref, dtype, None if precision == "half" else precision, tile[0])
+
+
+def test_persistent_supports_only_tma_friendly_operands():
+    a, b = torch.empty(64, 64), torch.empty(64, 64)
+    out = torch.empty(64, 64)
+    assert persistent.supports(a, b.t(), out, "tf32")
+    assert not persistent.supports(a, b, out, "tf32")  # fp32 B must be K-major
+    assert not persistent.supports(a, b.t(), out, "ieee")  # no tensor cores
+    h = torch.empty(64, 64, dtype=torch.float16)
+    assert persistent.supports(h, h, h, "half")
+    assert not persistent.supports(h.t(), h, h, "half")  # A must be row-major
+    odd = torch.empty(64, 63, dtype=torch.float16)
+    assert not persistent.supports(odd, torch.empty(63, 64, dtype=torch.float16), h, "half")

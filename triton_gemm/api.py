@@ -7,7 +7,7 @@ import numbers
 import torch
 
 from . import dispatch
-from .kernels import matmul as _kernel
+from .kernels import common as _kernel
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 PRECISIONS = ("ieee", "tf32", "tf32x3")

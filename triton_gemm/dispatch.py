@@ -13,6 +13,10 @@ Two facts measured on the H100 (4096^3, tutorial-style Triton kernel) decide thi
 
 Each copy costs about 2 * bytes / 3 TB/s; the thresholds below keep copies to problems
 large enough to repay them.
+
+On Hopper, single (unbatched) products with at least one 128x128 tile per SM run on the
+persistent TMA kernel (kernels/persistent.py) when its alignment rules hold after staging;
+the rest, and every batched product, run on the plain tiled kernel (kernels/matmul.py).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import NamedTuple
 import torch
 
 from .kernels import matmul as _kernel
+from .kernels import persistent as _persistent
+from .kernels.common import INTERPRETER
 
 # Elements a leading stride and a masked extent must be multiples of for 16-byte vector
 # loads of every dtype (Triton specialises integer arguments divisible by 16).
@@ -37,10 +43,16 @@ PAD_MIN_MN = 64
 STAGE_MIN = 512
 
 
+# The persistent kernel keeps every SM busy only with at least one tile per SM; below that
+# the plain kernel's grid is no smaller and skips the tile loop.
+PERSISTENT_TILE = 128
+
+
 class Plan(NamedTuple):
-    pad: bool          # copy A and B into zero-padded buffers (K, N rounded up to ALIGN)
-    a_k_major: bool    # A is (or is staged) K-contiguous
-    b_k_major: bool    # B is (or is staged) K-contiguous
+    pad: bool                 # copy A and B into zero-padded buffers (K, N rounded up)
+    a_k_major: bool           # stage A K-contiguous
+    b_k_major: bool           # stage B K-contiguous
+    persistent: bool = False  # run the persistent TMA kernel (when alignment allows)
 
     @property
     def copies(self) -> bool:
@@ -58,9 +70,10 @@ def _aligned(t: torch.Tensor, contiguous_dim: int, extent: int) -> bool:
             and t.stride(0) % ALIGN == 0 and extent % ALIGN == 0)
 
 
-def plan(a: torch.Tensor, b: torch.Tensor, precision: str) -> Plan:
-    """The copies worth making for (B, M, K) A and (B, K, N) B at a resolved precision."""
-    _, m, k = a.shape
+def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None) -> Plan:
+    """The path for (B, M, K) A and (B, K, N) B at a resolved precision; sms: the SM count
+    of a Hopper GPU, None where the persistent TMA kernel cannot run."""
+    batch, m, k = a.shape
     n = b.shape[2]
     a_ok = _aligned(a, 2, k) or _aligned(a, 1, m)
     b_ok = _aligned(b, 2, n) or _aligned(b, 1, k)
@@ -70,7 +83,10 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str) -> Plan:
     b_k_major = fp32_tensor_core and b.stride(1) != 1 and m >= STAGE_MIN
     if pad and fp32_tensor_core:
         a_k_major = b_k_major = True
-    return Plan(pad, a_k_major, b_k_major)
+    tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
+    persistent = (sms is not None and batch == 1 and tiles >= sms
+                  and (precision == "half" or fp32_tensor_core))
+    return Plan(pad, a_k_major, b_k_major, persistent)
 
 
 def _round_up(x: int) -> int:
@@ -111,7 +127,20 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", force: Plan
     if force is not None:
         p = force
     else:
-        p = PLAIN if _kernel.INTERPRETER else plan(a, b, precision)
+        p = PLAIN if INTERPRETER else plan(a, b, precision, _persistent.hopper_sms(a.device))
     if p.copies:
         a, b = stage(a, b, p)
+    if p.persistent:
+        n = out.shape[2]
+        target = out
+        if p.pad and not _persistent.supports(a[0], b[0], out[0], precision):
+            # The padded copies are TMA-aligned; the output gets an aligned buffer too.
+            target = out.new_empty(1, out.shape[1], b.shape[2])[:, :, :n]
+        if _persistent.supports(a[0], b[0], target[0], precision):
+            d2 = None if d is None else d.expand(out.shape)[0]
+            _persistent.matmul_2d(a[0], b[0, :, :n], target[0], d2, alpha=alpha, beta=beta,
+                                  precision=precision)
+            if target is not out:
+                out.copy_(target)
+            return out
     return _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision)

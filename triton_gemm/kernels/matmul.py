@@ -2,32 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
 
 from .. import configs
-
-# triton.jit reads TRITON_INTERPRET when a kernel is defined, so the mode is fixed at import.
-INTERPRETER = os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-# Triton's own autotune cache (JSON per key under TRITON_CACHE_DIR, default ~/.triton/cache,
-# file "_matmul_kernel.autotune.json") lets a second process skip tuning.
-# TRITON_GEMM_TUNE_CACHE=0 turns it off.
-TUNE_CACHE = os.environ.get("TRITON_GEMM_TUNE_CACHE", "1") != "0"
-
-# TRITON_GEMM_AUTOTUNE=0 skips tuning and runs each family's default config: for test
-# suites that would otherwise tune every (shape bucket, dtype, layout) they touch.
-AUTOTUNE = os.environ.get("TRITON_GEMM_AUTOTUNE", "1") != "0"
-
-# Operand layouts, the LAYOUT key argument: bit 0 set when A is K-contiguous (row-major),
-# bit 1 set when B is K-contiguous (K-major, e.g. a transposed weight).  fp32-input
-# tensor-core dots run 142 vs 308 TFLOPS on the H100 depending on B's layout, so tuned
-# configs must not be shared across layouts.
-A_K_CONTIGUOUS = 1
-B_K_CONTIGUOUS = 2
+from .common import AUTOTUNE, INTERPRETER, TUNE_CACHE, record, register_tuner, tuning_args
 
 
 @triton.jit
@@ -121,27 +101,20 @@ _TUNED = {
 }
 
 
+for _family, _tuner in _TUNED.items():
+    register_tuner("matmul", _family, _tuner)
+
+
 def _span(t: torch.Tensor) -> int:
     """Elements from a tensor's first to last addressed element, plus one."""
     return 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()))
-
-
-def layout_code(a: torch.Tensor, b: torch.Tensor) -> int:
-    """LAYOUT key of (batch, M, K) A and (batch, K, N) B."""
-    code = 0
-    if a.stride(-1) == 1:
-        code |= A_K_CONTIGUOUS
-    if b.stride(-2) == 1:
-        code |= B_K_CONTIGUOUS
-    return code
 
 
 def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", config=None):
     """Launch on 3-D operands: out[i] = alpha * a[i] @ b[i, :, :N] + beta * d[i].
 
     a: (B, M, K), b: (B, K, NB), out: (B, M, N) with NB >= N, on one device, same dtype;
-    d None or
-    broadcastable to out by strides (expanded views, stride 0 allowed). precision is a
+    d None or broadcastable to out by strides (expanded views, stride 0 allowed). precision is a
     resolved name ("ieee", "tf32", "tf32x3"; any for 16-bit operands). config pins a
     triton.Config instead of autotuning (tests pin every config this way). Returns out.
     """
@@ -164,7 +137,7 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", confi
         out.stride(0), out.stride(1), out.stride(2),
         d.stride(0), d.stride(1), d.stride(2),
         float(alpha), float(beta),
-        configs.bucket(m), configs.bucket(n), configs.bucket(k), layout_code(a, b),
+        *tuning_args(m, n, k, a, b),
     )
     meta = dict(PRECISION=dot_precision, HAS_D=has_d, INT64=int64,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16)
@@ -183,19 +156,5 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", confi
         tuner = _TUNED[family]
         tuner[grid](*args, **meta)
         config = tuner.best_config
-    _last["config"] = configs.config_name(config, family)
+    record(config, family)
     return out
-
-
-_last = {"config": None}
-
-
-def last_config() -> str | None:
-    """Name of the config the most recent launch ran (tuned, pinned or default)."""
-    return _last["config"]
-
-
-def tuned_configs() -> dict:
-    """The autotuner's choices so far: {(family, key): config name}."""
-    return {(family, key): configs.config_name(cfg, family)
-            for family, tuner in _TUNED.items() for key, cfg in tuner.cache.items()}

@@ -1,0 +1,66 @@
+"""What every kernel launcher shares: run modes, the layout key, and the config record."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from .. import configs
+
+# triton.jit reads TRITON_INTERPRET when a kernel is defined, so the mode is fixed at import.
+INTERPRETER = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+# Triton's own autotune cache (a JSON file per kernel and key under TRITON_CACHE_DIR,
+# default ~/.triton/cache) lets a second process skip tuning. TRITON_GEMM_TUNE_CACHE=0
+# turns it off.
+TUNE_CACHE = os.environ.get("TRITON_GEMM_TUNE_CACHE", "1") != "0"
+
+# TRITON_GEMM_AUTOTUNE=0 skips tuning and runs each family's default config: for test
+# suites that would otherwise tune every (shape bucket, dtype, layout) they touch.
+AUTOTUNE = os.environ.get("TRITON_GEMM_AUTOTUNE", "1") != "0"
+
+# Operand layouts, the LAYOUT key argument: bit 0 set when A is K-contiguous (row-major),
+# bit 1 set when B is K-contiguous (K-major, e.g. a transposed weight). fp32-input
+# tensor-core dots run 142 vs 308 TFLOPS on the H100 depending on B's layout, so tuned
+# configs must not be shared across layouts.
+A_K_CONTIGUOUS = 1
+B_K_CONTIGUOUS = 2
+
+
+def layout_code(a: torch.Tensor, b: torch.Tensor) -> int:
+    """LAYOUT key of (..., M, K) A and (..., K, N) B."""
+    code = 0
+    if a.stride(-1) == 1:
+        code |= A_K_CONTIGUOUS
+    if b.stride(-2) == 1:
+        code |= B_K_CONTIGUOUS
+    return code
+
+
+def tuning_args(m: int, n: int, k: int, a: torch.Tensor, b: torch.Tensor) -> tuple:
+    """Values of configs.TUNING_KEY's integer arguments (after the kernel's own)."""
+    return configs.bucket(m), configs.bucket(n), configs.bucket(k), layout_code(a, b)
+
+
+_last = {"config": None}
+_tuners: dict = {}  # (kernel name, family) -> triton Autotuner
+
+
+def register_tuner(kernel: str, family: str, tuner) -> None:
+    _tuners[(kernel, family)] = tuner
+
+
+def tuned_configs() -> dict:
+    """The autotuners' choices so far: {(kernel, family, key): config name}."""
+    return {(kernel, family, key): configs.config_name(cfg, family)
+            for (kernel, family), tuner in _tuners.items() for key, cfg in tuner.cache.items()}
+
+
+def record(config, family: str) -> None:
+    _last["config"] = configs.config_name(config, family)
+
+
+def last_config() -> str | None:
+    """Name of the config the most recent launch ran (tuned, pinned or default)."""
+    return _last["config"]
