@@ -80,31 +80,53 @@ FAMILIES = ("simt", "tf32", "half")
 # (name, BM, BN, BK, num_warps, num_stages, EPILOGUE_SUBTILE). 128x256x64, 8 warps, 3 stages
 # with grouped order reached 701 TFLOPS fp16 at 4096^3 on the H100 (0.96x cuBLAS in the
 # same run) and 1.10x at 8192^3. EPILOGUE_SUBTILE stores C in two halves, halving the
-# shared memory the epilogue needs.
+# shared memory the epilogue needs, which is what lets 128x256 keep 3 stages: shared memory
+# per config was read from triton.compile for sm_90 (perf/smem_probe.py), e.g. fp16
+# 128x256x64 x3 needs 213 KB with the split epilogue and 246 KB without (limit 227 KB).
 _PERSISTENT_TILES = {
     "half": (
-        ("p_128x256x64", 128, 256, 64, 8, 3, False),
         ("p_128x256x64_sub", 128, 256, 64, 8, 3, True),
-        ("p_256x128x64", 256, 128, 64, 8, 3, False),
+        ("p_256x128x64_sub", 256, 128, 64, 8, 3, True),
+        ("p_128x256x64_s2", 128, 256, 64, 8, 2, False),
         ("p_128x128x64", 128, 128, 64, 8, 4, False),
         ("p_128x128x64_w4", 128, 128, 64, 4, 4, False),
     ),
     "tf32": (
-        ("pt_128x256x32", 128, 256, 32, 8, 3, False),
         ("pt_128x256x32_sub", 128, 256, 32, 8, 3, True),
-        ("pt_256x128x32", 256, 128, 32, 8, 3, False),
-        ("pt_128x128x32", 128, 128, 32, 8, 4, False),
-        ("pt_128x128x32_w4", 128, 128, 32, 4, 4, False),
+        ("pt_128x128x32_sub", 128, 128, 32, 8, 4, True),
+        ("pt_128x128x32", 128, 128, 32, 8, 3, False),
+        ("pt_128x128x32_w4", 128, 128, 32, 4, 3, False),
+        ("pt_128x64x32", 128, 64, 32, 4, 4, False),
     ),
 }
+# Run when tuning is off: fits shared memory with the addmm/bias epilogue too.
+_PERSISTENT_DEFAULT = {"half": "p_128x128x64", "tf32": "pt_128x64x32"}
 
-# Programs along M in one group: 8 rows of tiles share their B tiles in L2 (Triton tutorial
-# figure; at 4096^3 fp16 grouping moved the H100 from 0.9x to ~1.0x of ungrouped-best).
+
+# Programs along M in one group: 8 rows of tiles share their B tiles in L2 (the Triton
+# tutorials' value; not re-measured here).
 GROUP_M = 8
 
 # The fixed config the Triton interpreter runs (no timing there): small, so a CPU
 # test of a 128^3 product takes seconds.
 INTERPRETER_TILE = ("interpreter", 32, 32, 16, 4, 1)
+
+
+# Shared memory (bytes without a D epilogue, with one) per persistent config, read from
+# triton.compile for sm_90 by perf/smem_probe.py (Triton 3.6; the worse of tf32/tf32x3).
+# A D epilogue costs a tile more because the pipeliner stages D's loads too.
+PERSISTENT_SMEM = {
+    "p_128x256x64_sub": (180248, 213016),
+    "p_256x128x64_sub": (180248, 245784),
+    "p_128x256x64_s2": (163856, 196624),
+    "p_128x128x64": (163872, 196640),
+    "p_128x128x64_w4": (163872, 172064),
+    "pt_128x256x32_sub": (229408, 344088),
+    "pt_128x128x32_sub": (163896, 229408),
+    "pt_128x128x32": (163872, 229400),
+    "pt_128x128x32_w4": (163872, 229400),
+    "pt_128x64x32": (131104, 163872),
+}
 
 
 def family_for(dtype: torch.dtype, precision: str) -> str:
@@ -138,6 +160,11 @@ def persistent_tiles(family: str) -> tuple:
         raise ValueError(f"no persistent tiles for family {family!r}; expected one of "
                          f"{tuple(_PERSISTENT_TILES)}")
     return _PERSISTENT_TILES[family]
+
+
+def persistent_default_config(family: str) -> triton.Config:
+    names = [t[0] for t in persistent_tiles(family)]
+    return persistent_configs(family)[names.index(_PERSISTENT_DEFAULT[family])]
 
 
 def persistent_configs(family: str) -> list[triton.Config]:
@@ -216,6 +243,22 @@ def prune(configs_in, named_args, **kwargs):
     limit = _shared_memory_limit(a.device.index if a.device.index is not None else 0)
     return select(configs_in, named_args["M"], named_args["N"], named_args["K"],
                   a.element_size(), limit)
+
+
+def persistent_fits(config, family: str, has_d: bool, smem_limit: int) -> bool:
+    return PERSISTENT_SMEM[config_name(config, family)][int(has_d)] <= smem_limit
+
+
+def persistent_prune(configs_in, named_args, **kwargs):
+    """early_config_prune of the persistent kernel: shared memory (with its epilogue) and
+    tile size against the problem."""
+    a = named_args["a_ptr"]
+    limit = _shared_memory_limit(a.device.index if a.device.index is not None else 0)
+    family = family_for(a.dtype, "tf32")
+    fitting = [c for c in configs_in
+               if persistent_fits(c, family, bool(kwargs.get("HAS_D")), limit)]
+    return select(fitting or list(configs_in), named_args["M"], named_args["N"],
+                  named_args["K"], a.element_size(), limit)
 
 
 # Kernel arguments the tuned config is keyed on (plus the operand dtypes, which Triton's

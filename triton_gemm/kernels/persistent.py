@@ -104,7 +104,7 @@ _TUNED = {
     family: triton.autotune(
         configs=configs.persistent_configs(family),
         key=configs.TUNING_KEY,
-        prune_configs_by={"early_config_prune": configs.prune},
+        prune_configs_by={"early_config_prune": configs.persistent_prune},
         cache_results=TUNE_CACHE,
     )(_persistent_kernel)
     for family in PERSISTENT_FAMILIES
@@ -195,7 +195,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", confi
 
     family = "half" if half else "tf32"
     if config is None and (INTERPRETER or not AUTOTUNE):
-        config = configs.persistent_configs(family)[0]
+        config = configs.persistent_default_config(family)
     if config is not None:
         _persistent_kernel[grid](*args, **meta, **config.all_kwargs())
     else:

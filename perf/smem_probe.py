@@ -1,0 +1,59 @@
+"""Shared memory each persistent-kernel config needs on sm_90, read from triton.compile
+(no GPU needed): the figures behind configs.PERSISTENT_SMEM.
+
+    python3 perf/smem_probe.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from triton_gemm import configs  # noqa: E402
+from triton_gemm.kernels.persistent import _persistent_kernel  # noqa: E402
+
+SM90 = GPUTarget("cuda", 90, 32)
+INT_ARGS = ("M", "N", "K", "stride_am", "stride_bk", "stride_bn", "stride_cm", "stride_dm",
+            "stride_dn", "M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT")
+
+
+def shared_bytes(dtype: str, precision: str, tile, has_d: bool) -> int:
+    """Compile one config the way the GPU specialises it: pointers and sizes divisible by
+    16, and (the costly case) a D with unit column stride."""
+    _, bm, bn, bk, warps, stages, subtile = tile
+    sig = {name: f"*{dtype}" for name in ("a_ptr", "b_ptr", "c_ptr", "d_ptr")}
+    sig.update({name: "i32" for name in INT_ARGS})
+    sig.update(alpha="fp32", beta="fp32")
+    const = dict(PRECISION=precision, HAS_D=has_d, B_K_MAJOR=True, UPCAST=False, NUM_SMS=132,
+                 BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile)
+    if has_d:
+        const["stride_dn"] = 1
+    order = list(_persistent_kernel.arg_names)
+    signature = {name: ("constexpr" if name in const else sig[name]) for name in order}
+    divisible = [n for n in order if n not in const and n not in ("stride_dm", "alpha", "beta")]
+    src = ASTSource(_persistent_kernel, signature,
+                    constexprs={(order.index(k),): v for k, v in const.items()},
+                    attrs={(order.index(n),): [["tt.divisibility", 16]] for n in divisible})
+    compiled = triton.compile(src, target=SM90,
+                              options={"num_warps": warps, "num_stages": stages})
+    return compiled.metadata.shared
+
+
+def main() -> int:
+    cases = {"half": [("fp16", "tf32")], "tf32": [("fp32", "tf32"), ("fp32", "tf32x3")]}
+    print("name: (bytes without D, bytes with D)")
+    for family, variants in cases.items():
+        for tile in configs.persistent_tiles(family):
+            sizes = tuple(max(shared_bytes(dt, p, tile, has_d) for dt, p in variants)
+                          for has_d in (False, True))
+            print(f'    "{tile[0]}": {sizes},')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
