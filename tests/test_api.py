@@ -35,7 +35,7 @@ def test_mm_shapes(dtype, precision, m, n, k):
     a, b = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)
     out = tg.mm(a, b, precision=precision)
     assert out.dtype == dtype and out.device == a.device
-    assert_close(out, ref_matmul(a, b), dtype, precision, f"mm {m}x{n}x{k}")
+    assert_close(out, ref_matmul(a, b), dtype, precision, f"mm {m}x{n}x{k}", operands=(a, b))
 
 
 @requires_kernels
@@ -56,7 +56,7 @@ def test_matmul_ranks_and_broadcasting(dtype, precision, shape_a, shape_b):
     out = tg.matmul(a, b, precision=precision)
     ref = ref_matmul(a, b)
     assert out.shape == torch.matmul(a, b).shape
-    assert_close(out, ref, dtype, precision, f"matmul {shape_a} @ {shape_b}")
+    assert_close(out, ref, dtype, precision, f"matmul {shape_a} @ {shape_b}", operands=(a, b))
 
 
 @requires_kernels
