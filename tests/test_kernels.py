@@ -65,16 +65,17 @@ def test_output_strides_are_respected():
     assert base[:, 1::2].isnan().all()
 
 
-def test_layout_code_and_int64_span():
+def test_layout_code_and_int64_check():
     a = torch.empty(1, 8, 4)
     b = torch.empty(1, 4, 6)
     assert common.layout_code(a, b) == common.A_K_CONTIGUOUS
     assert common.layout_code(a, b.mT.contiguous().mT) == (common.A_K_CONTIGUOUS
                                                            | common.B_K_CONTIGUOUS)
     assert common.layout_code(a.mT.contiguous().mT, b) == 0
-    assert kernel._span(torch.empty(3, 5)) == 15
-    assert kernel._span(torch.empty(3, 5).t()) == 15
-    assert kernel._span(torch.empty(1, 5).expand(4, 5)) == 5
+    assert not kernel._needs_int64(torch.empty(3, 5), torch.empty(1, 5).expand(2**31, 5))
+    assert kernel._needs_int64(torch.empty(0), torch.empty(2**31, dtype=torch.int8).view(
+        torch.float16)[:1]) is False  # 2^30 halves
+    assert kernel._needs_int64(torch.empty(2**31 + 8, dtype=torch.int8))
 
 
 @gpu_only

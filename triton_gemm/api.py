@@ -123,12 +123,15 @@ def matmul(input, other, *, precision=None):
                          f"{_shape_str(other)}): the last dimension of 'input' must equal "
                          f"the {'only' if other.dim() == 1 else 'second-to-last'} dimension "
                          f"of 'other'")
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if a.dim() == 2 and b.dim() == 2:
+        c = _mm3(a.unsqueeze(0), b.unsqueeze(0), out_dtype=input.dtype, precision=prec)[0]
+        return c.reshape(_squeeze_vectors((m, n), input, other))
     try:
         batch_shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except RuntimeError:
         raise ValueError(f"matmul(): batch dimensions of 'input' {tuple(input.shape[:-2])} and "
                          f"'other' {tuple(other.shape[:-2])} do not broadcast") from None
-    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if b.dim() == 2 and a.dim() > 2:
         # Fold A's batch into M (one big GEMM; reshape copies only if the view can't fold).
         c = _mm3(a.reshape(1, -1, k), b.unsqueeze(0), out_dtype=input.dtype, precision=prec)
@@ -136,12 +139,16 @@ def matmul(input, other, *, precision=None):
         a3 = a.expand(*batch_shape, m, k).reshape(-1, m, k)
         b3 = b.expand(*batch_shape, k, n).reshape(-1, k, n)
         c = _mm3(a3, b3, out_dtype=input.dtype, precision=prec)
-    c = c.reshape(*batch_shape, m, n)
-    if input.dim() == 1:
-        c = c.squeeze(-2)
+    return c.reshape(_squeeze_vectors((*batch_shape, m, n), input, other))
+
+
+def _squeeze_vectors(shape: tuple, input, other) -> tuple:
+    """torch.matmul drops the dimension a 1-D operand was promoted with."""
     if other.dim() == 1:
-        c = c.squeeze(-1)
-    return c
+        shape = shape[:-1]
+    if input.dim() == 1:
+        shape = shape[:-2] + shape[-1:] if other.dim() != 1 else shape[:-1]
+    return shape
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None):

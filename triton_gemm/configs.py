@@ -206,7 +206,8 @@ def bucket(n: int) -> int:
 
     Sizes in one bucket share a tuned config, so a new batch size or a ragged M does not
     force a re-tune."""
-    return max(16, triton.next_power_of_2(max(int(n), 1)))
+    n = int(n)
+    return 16 if n <= 16 else 1 << (n - 1).bit_length()  # pure Python: this is per call
 
 
 @functools.lru_cache(maxsize=None)

@@ -62,12 +62,12 @@ class Plan(NamedTuple):
 PLAIN = Plan(False, False, False)
 
 
-def _aligned(t: torch.Tensor, contiguous_dim: int, extent: int) -> bool:
-    """t is contiguous along contiguous_dim (1 or 2 of a 3-D operand) with the other matrix
-    stride, the batch stride and that dimension's extent all multiples of ALIGN."""
-    other = 3 - contiguous_dim
-    return (t.stride(contiguous_dim) == 1 and t.stride(other) % ALIGN == 0
-            and t.stride(0) % ALIGN == 0 and extent % ALIGN == 0)
+def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
+    """A 3-D operand with these strides is contiguous along contiguous_dim (1 or 2) with
+    the other matrix stride, the batch stride and that dimension's extent all multiples
+    of ALIGN."""
+    return (strides[contiguous_dim] == 1 and strides[3 - contiguous_dim] % ALIGN == 0
+            and strides[0] % ALIGN == 0 and extent % ALIGN == 0)
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None) -> Plan:
@@ -75,12 +75,13 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     of a Hopper GPU, None where the persistent TMA kernel cannot run."""
     batch, m, k = a.shape
     n = b.shape[2]
-    a_ok = _aligned(a, 2, k) or _aligned(a, 1, m)
-    b_ok = _aligned(b, 2, n) or _aligned(b, 1, k)
+    sa, sb = a.stride(), b.stride()
+    a_ok = _aligned(sa, 2, k) or _aligned(sa, 1, m)
+    b_ok = _aligned(sb, 2, n) or _aligned(sb, 1, k)
     pad = not (a_ok and b_ok) and m >= PAD_MIN_MN and n >= PAD_MIN_MN
     fp32_tensor_core = precision in ("tf32", "tf32x3")
-    a_k_major = fp32_tensor_core and a.stride(2) != 1 and n >= STAGE_MIN
-    b_k_major = fp32_tensor_core and b.stride(1) != 1 and m >= STAGE_MIN
+    a_k_major = fp32_tensor_core and sa[2] != 1 and n >= STAGE_MIN
+    b_k_major = fp32_tensor_core and sb[1] != 1 and m >= STAGE_MIN
     if pad and fp32_tensor_core:
         a_k_major = b_k_major = True
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)

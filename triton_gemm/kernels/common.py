@@ -58,9 +58,11 @@ def tuned_configs() -> dict:
 
 
 def record(config, family: str) -> None:
-    _last["config"] = configs.config_name(config, family)
+    _last["config"] = (config, family)  # named on demand: naming costs ~10 us per call
 
 
 def last_config() -> str | None:
     """Name of the config the most recent launch ran (tuned, pinned or default)."""
-    return _last["config"]
+    if _last["config"] is None:
+        return None
+    return configs.config_name(*_last["config"])
