@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from perf.bench import BASELINE, peak_tflops
+from perf.suites import SUITES
 
 SHAPE_COLS = ["M", "N", "K", "layout"]
 
@@ -31,6 +32,23 @@ def pivot(df: pd.DataFrame, value: str) -> pd.DataFrame:
     return table[list(dict.fromkeys(df["shape"]))]
 
 
+def _suite_of(row) -> str:
+    for name, cases in SUITES.items():
+        if (row.M, row.N, row.K, row.layout) in cases:
+            return name
+    return "other"
+
+
+def by_suite(df: pd.DataFrame, value: str, floatfmt: str) -> list[str]:
+    """One markdown table of a column per shape suite (narrow enough to read)."""
+    suites = df.apply(_suite_of, axis=1)
+    lines = []
+    for name in dict.fromkeys(suites):
+        lines += [f"### {name}", "", pivot(df[suites == name], value).to_markdown(
+            floatfmt=floatfmt), ""]
+    return lines
+
+
 def markdown(df: pd.DataFrame, title: str) -> str:
     first = df.iloc[0]
     lines = [f"# {title}", "",
@@ -44,12 +62,11 @@ def markdown(df: pd.DataFrame, title: str) -> str:
                   "## CPU-interpreter milliseconds (not GPU figures)", "",
                   pivot(df, "time_ms").to_markdown(floatfmt=".0f"), ""]
         return "\n".join(lines)
-    lines += ["## TFLOPS (median)", "", pivot(df, "tflops").to_markdown(floatfmt=".1f"), "",
-              "## Ratio to cuBLAS in the same run", "",
-              pivot(df, "vs_cublas").to_markdown(floatfmt=".2f"), "",
-              "## % of peak", "", pivot(df, "pct_peak").to_markdown(floatfmt=".1f"), "",
-              "## Relative error against float64", "",
-              pivot(df, "rel_error").to_markdown(floatfmt=".1e"), ""]
+    for heading, value, fmt in (("TFLOPS (median)", "tflops", ".1f"),
+                                ("Ratio to cuBLAS in the same run", "vs_cublas", ".2f"),
+                                ("% of peak", "pct_peak", ".1f"),
+                                ("Relative error against float64", "rel_error", ".1e")):
+        lines += [f"## {heading}", ""] + by_suite(df, value, fmt)
     return "\n".join(lines)
 
 
@@ -86,16 +103,17 @@ def plot(df: pd.DataFrame, out_dir: Path, ladder_order) -> list[Path]:
         fig.savefig(written[-1], dpi=120)
         plt.close(fig)
 
-    square = df[(df.M == df.N) & (df.N == df.K) & (df.layout == "nn")
-                & df.impl.isin(["triton", "cublas"])]
-    precisions = list(dict.fromkeys(square.precision))
+    in_suite = [(m, n, k, lay) in SUITES["square"]
+                for m, n, k, lay in zip(df.M, df.N, df.K, df.layout)]
+    square = df[in_suite]
+    precisions = list(dict.fromkeys(square[square.impl == "triton"].precision))
     if square.M.nunique() > 1 and precisions:
         fig, axes = plt.subplots(1, len(precisions), figsize=(3.6 * len(precisions), 3.6),
                                  squeeze=False)
         for ax, precision in zip(axes[0], precisions):
-            for impl, group in square[square.precision == precision].groupby("impl"):
-                group = group.sort_values("M")
-                ax.plot(group.M, group.tflops, marker="o", label=impl)
+            for impl, p in (("triton", precision), ("cublas", BASELINE[precision])):
+                group = square[(square.impl == impl) & (square.precision == p)].sort_values("M")
+                ax.plot(group.M, group.tflops, marker="o", label=f"{impl} {p}")
             ax.set_title(precision)
             ax.set_xscale("log", base=2)
             ax.set_xlabel("M = N = K")
