@@ -3,6 +3,9 @@
 from .api import (PRECISIONS, addmm, bmm, last_config, linear, matmul, mm, resolve_precision,
                   tuned_configs)
 
-__all__ = ["PRECISIONS", "addmm", "bmm", "last_config", "linear", "matmul", "mm",
+from . import nn
+from .nn import patch
+
+__all__ = ["nn", "patch", "PRECISIONS", "addmm", "bmm", "last_config", "linear", "matmul", "mm",
            "resolve_precision", "tuned_configs"]
 __version__ = "0.1.0"

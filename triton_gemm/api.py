@@ -6,7 +6,7 @@ import numbers
 
 import torch
 
-from . import dispatch
+from . import ops
 from .kernels import common as _kernel
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -69,15 +69,10 @@ def _shape_str(t: torch.Tensor) -> str:
     return "x".join(str(s) for s in t.shape)
 
 
-def _mm3(a, b, *, out_dtype, precision, d=None, alpha=1.0, beta=0.0):
-    """(B, M, K) @ (B, K, N) views -> fresh (B, M, N) tensor, through the kernel."""
-    batch, m, k = a.shape
-    n = b.shape[2]
-    out = torch.empty((batch, m, n), dtype=out_dtype, device=a.device)
-    if alpha == 0.0:
-        # torch ignores the product (NaN included) when alpha is 0: run with K = 0.
-        a, b = a[:, :, :0], b[:, :0, :]
-    return dispatch.run(a, b, out, d, alpha=alpha, beta=beta, precision=precision)
+def _mm3(a, b, *, precision, d=None, alpha=1.0, beta=0.0):
+    """(B, M, K) @ (B, K, N) views -> fresh (B, M, N) tensor, through the custom op (so
+    autograd and torch.compile see one operator)."""
+    return ops.gemm(a, b, d if beta != 0.0 else None, float(alpha), float(beta), precision)
 
 
 def mm(input, mat2, *, precision=None):
@@ -90,7 +85,7 @@ def mm(input, mat2, *, precision=None):
         raise ValueError(f"mm(): mat1 and mat2 shapes cannot be multiplied "
                          f"({_shape_str(input)} and {_shape_str(mat2)})")
     prec = resolve_precision(precision, input.dtype)
-    return _mm3(input.unsqueeze(0), mat2.unsqueeze(0), out_dtype=input.dtype,
+    return _mm3(input.unsqueeze(0), mat2.unsqueeze(0),
                 precision=prec)[0]
 
 
@@ -105,7 +100,7 @@ def bmm(input, mat2, *, precision=None):
                          f"({_shape_str(input)} and {_shape_str(mat2)}): need equal batch "
                          f"sizes and input.shape[2] == mat2.shape[1]")
     prec = resolve_precision(precision, input.dtype)
-    return _mm3(input, mat2, out_dtype=input.dtype, precision=prec)
+    return _mm3(input, mat2, precision=prec)
 
 
 def matmul(input, other, *, precision=None):
@@ -125,7 +120,7 @@ def matmul(input, other, *, precision=None):
                          f"of 'other'")
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if a.dim() == 2 and b.dim() == 2:
-        c = _mm3(a.unsqueeze(0), b.unsqueeze(0), out_dtype=input.dtype, precision=prec)[0]
+        c = _mm3(a.unsqueeze(0), b.unsqueeze(0), precision=prec)[0]
         return c.reshape(_squeeze_vectors((m, n), input, other))
     try:
         batch_shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -134,11 +129,11 @@ def matmul(input, other, *, precision=None):
                          f"'other' {tuple(other.shape[:-2])} do not broadcast") from None
     if b.dim() == 2 and a.dim() > 2:
         # Fold A's batch into M (one big GEMM; reshape copies only if the view can't fold).
-        c = _mm3(a.reshape(1, -1, k), b.unsqueeze(0), out_dtype=input.dtype, precision=prec)
+        c = _mm3(a.reshape(1, -1, k), b.unsqueeze(0), precision=prec)
     else:
         a3 = a.expand(*batch_shape, m, k).reshape(-1, m, k)
         b3 = b.expand(*batch_shape, k, n).reshape(-1, k, n)
-        c = _mm3(a3, b3, out_dtype=input.dtype, precision=prec)
+        c = _mm3(a3, b3, precision=prec)
     return c.reshape(_squeeze_vectors((*batch_shape, m, n), input, other))
 
 
@@ -171,7 +166,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None):
         raise ValueError(f"addmm(): 'input' of shape {tuple(input.shape)} does not broadcast "
                          f"to the output shape {out_shape}") from None
     prec = resolve_precision(precision, mat1.dtype)
-    return _mm3(mat1.unsqueeze(0), mat2.unsqueeze(0), out_dtype=mat1.dtype, precision=prec,
+    return _mm3(mat1.unsqueeze(0), mat2.unsqueeze(0), precision=prec,
                 d=d.unsqueeze(0), alpha=alpha, beta=beta)[0]
 
 
@@ -196,7 +191,7 @@ def linear(input, weight, bias=None, *, precision=None):
     prec = resolve_precision(precision, input.dtype)
     a = input.reshape(1, -1, k)
     d = None if bias is None else bias.expand(1, a.shape[1], n)
-    c = _mm3(a, weight.t().unsqueeze(0), out_dtype=input.dtype, precision=prec, d=d,
+    c = _mm3(a, weight.t().unsqueeze(0), precision=prec, d=d,
              beta=1.0)
     return c.reshape(*input.shape[:-1], n)
 

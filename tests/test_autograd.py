@@ -1,0 +1,119 @@
+"""Autograd through triton_gemm's own kernels, the custom operator's registration
+(torch.library.opcheck) and tracing by torch.compile without graph breaks."""
+
+import pytest
+import torch
+
+import triton_gemm as tg
+from conftest import DEVICE, randn, requires_kernels
+from triton_gemm import ops
+from triton_gemm.tolerances import assert_close
+
+# fp32 precisions whose gradients are checked against float64 torch (16-bit gradients
+# follow the same code path; their forward accuracy is covered by test_api).
+GRAD_CASES = [(torch.float32, "ieee"), (torch.float32, "tf32x3"), (torch.float16, None)]
+GRAD_IDS = ["fp32-ieee", "fp32-tf32x3", "fp16"]
+
+
+def _grads(fn, tensors, cotangent):
+    out = fn(*tensors)
+    (out * cotangent).sum().backward()
+    return out, [t.grad for t in tensors]
+
+
+def _leaf(t, dtype):
+    return t.detach().to(dtype).requires_grad_(True)
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", GRAD_CASES, ids=GRAD_IDS)
+@pytest.mark.parametrize("name", ["matmul_broadcast", "bmm", "addmm", "linear_bias"])
+def test_gradients_match_float64_torch(dtype, precision, name):
+    if name == "matmul_broadcast":
+        shapes = [(2, 1, 13, 21), (3, 21, 9)]
+        ours = lambda a, b: tg.matmul(a, b, precision=precision)  # noqa: E731
+        ref = torch.matmul
+    elif name == "bmm":
+        shapes = [(3, 13, 21), (3, 21, 9)]
+        ours = lambda a, b: tg.bmm(a, b, precision=precision)  # noqa: E731
+        ref = torch.bmm
+    elif name == "addmm":
+        shapes = [(9,), (13, 21), (21, 9)]
+        ours = lambda c, a, b: tg.addmm(c, a, b, beta=0.5, alpha=-2.0,  # noqa: E731
+                                        precision=precision)
+        ref = lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=-2.0)  # noqa: E731
+    else:
+        shapes = [(2, 13, 21), (9, 21), (9,)]
+        ours = lambda x, w, bias: tg.linear(x, w, bias, precision=precision)  # noqa: E731
+        ref = torch.nn.functional.linear
+    base = [randn(*s) for s in shapes]
+    cot = randn(*ref(*base).shape)
+    out, grads = _grads(ours, [_leaf(t, dtype) for t in base], cot.to(dtype))
+    ref_out, ref_grads = _grads(ref, [_leaf(t, dtype).double().cpu().detach().requires_grad_()
+                                      for t in base], cot.double().cpu())
+    assert_close(out, ref_out, dtype, precision, f"{name} forward")
+    for i, (g, rg) in enumerate(zip(grads, ref_grads)):
+        assert g is not None and g.shape == rg.shape, f"{name}: grad {i}"
+        assert g.dtype == dtype
+        assert_close(g, rg, dtype, precision, f"{name} grad of input {i}")
+
+
+@requires_kernels
+def test_no_grad_for_inputs_that_do_not_need_it():
+    a = randn(5, 7).requires_grad_(True)
+    b = randn(7, 3)
+    tg.mm(a, b, precision="ieee").sum().backward()
+    assert a.grad is not None and b.grad is None
+
+
+@requires_kernels
+def test_opcheck():
+    a, b, d = randn(2, 5, 7), randn(2, 7, 3), randn(2, 5, 3)
+    for args in [(a, b, d, 1.5, 0.5, "ieee"), (a, b, None, 1.0, 0.0, "tf32x3"),
+                 (a.requires_grad_(True), b, d, 2.0, -1.0, "ieee")]:
+        torch.library.opcheck(ops.gemm, args)
+
+
+@requires_kernels
+def test_torch_compile_traces_without_graph_breaks():
+    def block(x, w1, b1, w2):
+        h = torch.relu(tg.linear(x, w1, b1, precision="ieee"))
+        return tg.matmul(h, w2, precision="ieee")
+
+    x, w1, b1, w2 = randn(4, 16), randn(32, 16), randn(32), randn(32, 8)
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    out = compiled(x, w1, b1, w2)
+    ref = torch.relu(x.double() @ w1.double().t() + b1.double()) @ w2.double()
+    assert_close(out, ref, torch.float32, "ieee", "compiled block")
+
+
+@requires_kernels
+def test_nn_linear_is_a_drop_in():
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(24, 10)
+    ours = tg.nn.Linear(24, 10, precision="ieee")
+    assert set(ours.state_dict()) == set(ref.state_dict())
+    ours.load_state_dict(ref.state_dict())
+    ref, ours = ref.to(DEVICE), ours.to(DEVICE)
+    x = randn(3, 24)
+    assert_close(ours(x), ref(x).double(), torch.float32,
+                 "ieee", "nn.Linear")
+    assert "precision=ieee" in repr(ours)
+
+
+@requires_kernels
+def test_patch_swaps_every_linear_in_place_and_trains():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(),
+                                torch.nn.Sequential(torch.nn.Linear(16, 4, bias=False)))
+    model = model.to(DEVICE)
+    params_before = [id(p) for p in model.parameters()]
+    x = randn(5, 8)
+    expected = model(x).detach()
+    assert tg.patch(model, precision="ieee") is model
+    assert [type(m) for m in model.modules() if isinstance(m, torch.nn.Linear)] == \
+        [tg.nn.Linear, tg.nn.Linear]
+    assert [id(p) for p in model.parameters()] == params_before
+    out = model(x)
+    assert_close(out, expected.double(), torch.float32, "ieee", "patched model")
+    out.square().sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
