@@ -117,3 +117,53 @@ def test_patch_swaps_every_linear_in_place_and_trains():
     assert_close(out, expected.double(), torch.float32, "ieee", "patched model")
     out.square().sum().backward()
     assert all(p.grad is not None for p in model.parameters())
+
+
+_TORCH_ACT = {
+    "relu": torch.relu,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda z: torch.nn.functional.gelu(z, approximate="tanh"),
+    "silu": torch.nn.functional.silu,
+}
+
+
+@requires_kernels
+@pytest.mark.parametrize("activation", list(_TORCH_ACT))
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("dtype,precision", [(torch.float32, "ieee"), (torch.bfloat16, None)],
+                         ids=["fp32-ieee", "bf16"])
+def test_fused_activation_forward_and_gradients(activation, with_bias, dtype, precision):
+    base = [randn(2, 11, 24), randn(19, 24)] + ([randn(19)] if with_bias else [])
+    cot = randn(2, 11, 19)
+
+    def ours(x, w, b=None):
+        return tg.linear(x, w, b, activation=activation, precision=precision)
+
+    def ref(x, w, b=None):
+        return _TORCH_ACT[activation](torch.nn.functional.linear(x, w, b))
+
+    out, grads = _grads(ours, [_leaf(t, dtype) for t in base], cot.to(dtype))
+    ref_out, ref_grads = _grads(ref, [_leaf(t, dtype).double().cpu().detach().requires_grad_()
+                                      for t in base], cot.double().cpu())
+    assert_close(out, ref_out, dtype, precision, f"{activation} forward")
+    for i, (g, rg) in enumerate(zip(grads, ref_grads)):
+        assert_close(g, rg, dtype, precision, f"{activation} grad of input {i}")
+
+
+@requires_kernels
+def test_relu_epilogue_keeps_nan_like_torch():
+    x, w = randn(3, 8), randn(5, 8)
+    x[1, 2] = float("nan")
+    out = tg.linear(x, w, activation="relu", precision="ieee")
+    assert torch.equal(out.isnan().cpu(), torch.relu(x.cpu() @ w.cpu().t()).isnan())
+
+
+def test_unknown_activation_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown activation 'gelu_fast'"):
+        tg.linear(torch.ones(2, 3), torch.ones(4, 3), activation="gelu_fast")
+
+
+@requires_kernels
+def test_opcheck_with_activation():
+    a, b, d = randn(1, 5, 7), randn(1, 7, 3), randn(1, 5, 3)
+    torch.library.opcheck(ops.gemm, (a.requires_grad_(True), b, d, 1.0, 1.0, "ieee", "gelu"))

@@ -69,10 +69,11 @@ def _shape_str(t: torch.Tensor) -> str:
     return "x".join(str(s) for s in t.shape)
 
 
-def _mm3(a, b, *, precision, d=None, alpha=1.0, beta=0.0):
+def _mm3(a, b, *, precision, d=None, alpha=1.0, beta=0.0, activation="none"):
     """(B, M, K) @ (B, K, N) views -> fresh (B, M, N) tensor, through the custom op (so
     autograd and torch.compile see one operator)."""
-    return ops.gemm(a, b, d if beta != 0.0 else None, float(alpha), float(beta), precision)
+    return ops.gemm(a, b, d if beta != 0.0 else None, float(alpha), float(beta), precision,
+                    activation)
 
 
 def mm(input, mat2, *, precision=None):
@@ -170,8 +171,17 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None):
                 d=d.unsqueeze(0), alpha=alpha, beta=beta)[0]
 
 
-def linear(input, weight, bias=None, *, precision=None):
-    """As torch.nn.functional.linear: input @ weight.T + bias, weight read as stored (N x K)."""
+ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
+
+
+def linear(input, weight, bias=None, *, activation=None, precision=None):
+    """As torch.nn.functional.linear: input @ weight.T + bias, weight read as stored (N x K).
+
+    activation: None, "relu", "gelu" (exact), "gelu_tanh" (approximate="tanh") or "silu",
+    applied in the GEMM's epilogue (no extra pass over the output)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"linear(): unknown activation {activation!r}; choose one of "
+                         f"{ACTIVATIONS}")
     names, tensors = ("input", "weight"), (input, weight)
     if bias is not None:
         names, tensors = names + ("bias",), tensors + (bias,)
@@ -191,8 +201,8 @@ def linear(input, weight, bias=None, *, precision=None):
     prec = resolve_precision(precision, input.dtype)
     a = input.reshape(1, -1, k)
     d = None if bias is None else bias.expand(1, a.shape[1], n)
-    c = _mm3(a, weight.t().unsqueeze(0), precision=prec, d=d,
-             beta=1.0)
+    c = _mm3(a, weight.t().unsqueeze(0), precision=prec, d=d, beta=1.0,
+             activation=activation or "none")
     return c.reshape(*input.shape[:-1], n)
 
 

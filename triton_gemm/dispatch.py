@@ -121,8 +121,10 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan):
     return a, b
 
 
-def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", force: Plan | None = None):
-    """out = alpha * a @ b + beta * d through the planned path (force: a given plan).
+def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
+        force: Plan | None = None):
+    """out = act(alpha * a @ b + beta * d) through the planned path (force: a given plan;
+    activation: an epilogue.ACTIVATIONS code).
 
     The interpreter runs operands as given: the plans are about GPU load widths."""
     if force is not None:
@@ -140,8 +142,9 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", force: Plan
         if _persistent.supports(a[0], b[0], target[0], precision):
             d2 = None if d is None else d.expand(out.shape)[0]
             _persistent.matmul_2d(a[0], b[0, :, :n], target[0], d2, alpha=alpha, beta=beta,
-                                  precision=precision)
+                                  precision=precision, activation=activation)
             if target is not out:
                 out.copy_(target)
             return out
-    return _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision)
+    return _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
+                             activation=activation)

@@ -1,11 +1,14 @@
 """The GEMM as a torch custom operator: one op, traced by torch.compile without graph breaks,
 with a fake (meta) implementation and autograd through triton_gemm's own kernels.
 
-    triton_gemm::gemm(a, b, d, alpha, beta, precision) = alpha * a @ b + beta * d
+    triton_gemm::gemm(a, b, d, alpha, beta, precision, activation)
+        = act(alpha * a @ b + beta * d)
 
-a: (B, M, K), b: (B, K, N), d: None or (B, M, N) (an expanded view is fine). Gradients are
-the same op on strided views, no transposed copies: dA = alpha * dC @ B^T,
-dB = alpha * A^T @ dC, dD = beta * dC.
+a: (B, M, K), b: (B, K, N), d: None or (B, M, N) (an expanded view is fine); activation one
+of epilogue.ACTIVATIONS. Gradients are the same op on strided views, no transposed copies:
+with dZ = dC * act'(Z), dA = alpha * dZ @ B^T, dB = alpha * A^T @ dZ, dD = beta * dZ. With an
+activation the backward recomputes the pre-activation Z with one more GEMM instead of
+keeping it from the forward (no extra memory for activations).
 """
 
 from __future__ import annotations
@@ -15,32 +18,37 @@ from typing import Optional
 import torch
 
 from . import dispatch
+from .kernels.epilogue import ACTIVATIONS, derivative
 
 
 @torch.library.custom_op("triton_gemm::gemm", mutates_args=())
 def gemm(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha: float,
-         beta: float, precision: str) -> torch.Tensor:
+         beta: float, precision: str, activation: str = "none") -> torch.Tensor:
     out = torch.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, device=a.device)
     if alpha == 0.0:
         # torch ignores the product (NaN included) when alpha is 0: run with K = 0.
         a, b = a[:, :, :0], b[:, :0, :]
-    return dispatch.run(a, b, out, d, alpha=alpha, beta=beta, precision=precision)
+    return dispatch.run(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
+                        activation=ACTIVATIONS[activation])
 
 
 @gemm.register_fake
-def _gemm_fake(a, b, d, alpha, beta, precision):
+def _gemm_fake(a, b, d, alpha, beta, precision, activation="none"):
     return a.new_empty((a.shape[0], a.shape[1], b.shape[2]))
 
 
 def _setup_context(ctx, inputs, output):
-    a, b, d, alpha, beta, precision = inputs
-    ctx.save_for_backward(a, b)
-    ctx.alpha, ctx.beta, ctx.precision = alpha, beta, precision
+    a, b, d, alpha, beta, precision, activation = inputs
     ctx.has_d = d is not None
+    ctx.save_for_backward(a, b, d if ctx.has_d and activation != "none" else None)
+    ctx.alpha, ctx.beta, ctx.precision, ctx.activation = alpha, beta, precision, activation
 
 
 def _backward(ctx, grad):
-    a, b = ctx.saved_tensors
+    a, b, d = ctx.saved_tensors
+    if ctx.activation != "none":
+        z = gemm(a, b, d, ctx.alpha, ctx.beta, ctx.precision, "none")
+        grad = (grad.float() * derivative(ctx.activation, z)).to(grad.dtype)
     grad_a = grad_b = grad_d = None
     if ctx.needs_input_grad[0]:
         grad_a = gemm(grad, b.transpose(1, 2), None, ctx.alpha, 0.0, ctx.precision)
@@ -48,7 +56,7 @@ def _backward(ctx, grad):
         grad_b = gemm(a.transpose(1, 2), grad, None, ctx.alpha, 0.0, ctx.precision)
     if ctx.has_d and ctx.needs_input_grad[2]:
         grad_d = grad * ctx.beta
-    return grad_a, grad_b, grad_d, None, None, None
+    return grad_a, grad_b, grad_d, None, None, None, None
 
 
 gemm.register_autograd(_backward, setup_context=_setup_context)

@@ -7,6 +7,7 @@ import triton
 import triton.language as tl
 
 from .. import configs
+from .epilogue import apply_activation
 from .common import AUTOTUNE, INTERPRETER, TUNE_CACHE, record, register_tuner, tuning_args
 
 
@@ -21,6 +22,7 @@ def _matmul_kernel(
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, UPCAST: tl.constexpr, INT64: tl.constexpr,
+    ACTIVATION: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """One BM x BN tile of C[batch] = alpha * A[batch] @ B[batch] (+ beta * D[batch]).
@@ -32,7 +34,8 @@ def _matmul_kernel(
     ceil(N/BN),). Accumulates in fp32; PRECISION is tl.dot's input_precision ("ieee",
     "tf32", "tf32x3"; ignored for 16-bit operands). UPCAST converts bf16 operands to
     fp32 before the dot (Triton's interpreter returns garbage for a bf16 dot). INT64 computes element
-    offsets in int64 for operands beyond 2^31 elements. M_BUCKET..LAYOUT are only read
+    offsets in int64 for operands beyond 2^31 elements. ACTIVATION: epilogue.ACTIVATIONS code,
+    applied after the beta * D term. M_BUCKET..LAYOUT are only read
     by the autotuner's key.
     """
     pid = tl.program_id(0)
@@ -85,6 +88,7 @@ def _matmul_kernel(
         d_ptrs = (d_ptr + batch64 * stride_db + offs_m[:, None] * stride_dm
                   + offs_n[None, :] * stride_dn)
         acc += beta * tl.load(d_ptrs, mask=c_mask, other=0.0).to(tl.float32)
+    acc = apply_activation(acc, ACTIVATION)
     c_ptrs = (c_ptr + batch64 * stride_cb + offs_m[:, None] * stride_cm
               + offs_n[None, :] * stride_cn)
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
@@ -111,12 +115,14 @@ def _needs_int64(*tensors: torch.Tensor) -> bool:
     return any(t.untyped_storage().nbytes() // t.element_size() >= 2**31 for t in tensors)
 
 
-def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", config=None):
+def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
+              config=None):
     """Launch on 3-D operands: out[i] = alpha * a[i] @ b[i, :, :N] + beta * d[i].
 
     a: (B, M, K), b: (B, K, NB), out: (B, M, N) with NB >= N, on one device, same dtype;
     d None or broadcastable to out by strides (expanded views, stride 0 allowed). precision is a
-    resolved name ("ieee", "tf32", "tf32x3"; any for 16-bit operands). config pins a
+    resolved name ("ieee", "tf32", "tf32x3"; any for 16-bit operands). activation: an
+    epilogue.ACTIVATIONS code applied to the result. config pins a
     triton.Config instead of autotuning (tests pin every config this way). Returns out.
     """
     batch, m, k = a.shape
@@ -137,7 +143,7 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", confi
         float(alpha), float(beta),
         *tuning_args(m, n, k, a, b),
     )
-    meta = dict(PRECISION=dot_precision, HAS_D=has_d, INT64=int64,
+    meta = dict(PRECISION=dot_precision, HAS_D=has_d, INT64=int64, ACTIVATION=activation,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16)
 
     def grid(meta_):

@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from .. import configs
+from .epilogue import apply_activation
 from .common import AUTOTUNE, INTERPRETER, TUNE_CACHE, record, register_tuner, tuning_args
 
 # TMA requires 16-byte aligned base addresses and row strides.
@@ -32,7 +33,7 @@ def _persistent_kernel(
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
-    UPCAST: tl.constexpr, NUM_SMS: tl.constexpr,
+    UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr,
 ):
@@ -41,6 +42,7 @@ def _persistent_kernel(
     B is (K, N) row-major, or K-major (column stride stride_bn) when B_K_MAJOR. All row
     strides and base addresses 16-byte aligned (TMA). D: any strides (0 to broadcast).
     Grid: (min(NUM_SMS, tiles),). EPILOGUE_SUBTILE stores C as two BM x BN/2 halves.
+    ACTIVATION: epilogue.ACTIVATIONS code, applied after the beta * D term.
     """
     dtype = c_ptr.dtype.element_ty
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
@@ -89,6 +91,7 @@ def _persistent_kernel(
             d_ptrs = d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn
             d_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
             acc += beta * tl.load(d_ptrs, mask=d_mask, other=0.0).to(tl.float32)
+        acc = apply_activation(acc, ACTIVATION)
         if EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
             left, right = tl.split(halves)
@@ -170,7 +173,8 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str
     return _tma_ok(a, a.stride(0)) and _tma_ok(b, b_row) and _tma_ok(out, out.stride(0))
 
 
-def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", config=None):
+def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activation=0,
+              config=None):
     """out = alpha * a @ b + beta * d on 2-D operands that supports() accepts.
 
     d: None or broadcastable to out by strides. config pins a triton.Config (tests)."""
@@ -187,7 +191,8 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", confi
     args = (a, b, out, d, m, n, k, a.stride(0), b.stride(0), b.stride(1), out.stride(0),
             d.stride(0), d.stride(1), float(alpha), float(beta), *tuning_args(m, n, k, a, b))
     meta = dict(PRECISION="tf32" if half else precision, HAS_D=has_d, B_K_MAJOR=b_k_major,
-                UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms)
+                UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
+                ACTIVATION=activation)
 
     def grid(meta_):
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
