@@ -167,3 +167,11 @@ def test_unknown_activation_is_a_clear_error():
 def test_opcheck_with_activation():
     a, b, d = randn(1, 5, 7), randn(1, 7, 3), randn(1, 5, 3)
     torch.library.opcheck(ops.gemm, (a.requires_grad_(True), b, d, 1.0, 1.0, "ieee", "gelu"))
+
+
+def test_operator_only_where_autograd_or_compile_needs_it():
+    a, b = torch.ones(1, 2, 2), torch.ones(1, 2, 2)
+    assert not ops.needs_operator(a, b, None)
+    assert ops.needs_operator(a.requires_grad_(True), b, None)
+    with torch.no_grad():
+        assert not ops.needs_operator(a, b, None)

@@ -70,10 +70,11 @@ def _shape_str(t: torch.Tensor) -> str:
 
 
 def _mm3(a, b, *, precision, d=None, alpha=1.0, beta=0.0, activation="none"):
-    """(B, M, K) @ (B, K, N) views -> fresh (B, M, N) tensor, through the custom op (so
-    autograd and torch.compile see one operator)."""
-    return ops.gemm(a, b, d if beta != 0.0 else None, float(alpha), float(beta), precision,
-                    activation)
+    """(B, M, K) @ (B, K, N) views -> fresh (B, M, N) tensor, through the custom op where
+    autograd or torch.compile needs it, else straight to its implementation."""
+    d = d if beta != 0.0 else None
+    fn = ops.gemm if ops.needs_operator(a, b, d) else ops.gemm_impl
+    return fn(a, b, d, float(alpha), float(beta), precision, activation)
 
 
 def mm(input, mat2, *, precision=None):
