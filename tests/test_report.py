@@ -1,0 +1,113 @@
+"""perf/report.py without a GPU: suites, arithmetic, the table/CSV writer with a fake timing
+function, CLI errors, and a smoke run of the interpreter mode. No performance assertions."""
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from conftest import INTERPRETED
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from perf import bench, suites, tables  # noqa: E402
+
+
+def test_suites():
+    assert [c.m for c in suites.SUITES["square"]] == [512, 1024, 2048, 4096, 6144, 8192]
+    assert {c.m for c in suites.SUITES["llm"]} == {16, 128, 2048, 8192}
+    assert all(c.layout == "nt" for c in suites.SUITES["llm"])
+    assert all(1 <= c.m <= 64 for c in suites.SUITES["skinny"])
+    assert all(c.k >= 16384 and c.m <= 256 for c in suites.SUITES["splitk"])
+    assert suites.Case(4097, 4097, 4097) in suites.SUITES["odd"]
+    both = suites.cases(["square", "square", "odd"])
+    assert len(both) == len(set(both)) == 12
+    with pytest.raises(ValueError, match="unknown suite 'huge'"):
+        suites.cases(["huge"])
+
+
+def test_operand_layouts_and_rotation():
+    a, b = bench.make_operands(suites.Case(6, 5, 4, "nt"), torch.float32, "cpu")[0]
+    assert a.shape == (6, 4) and b.shape == (4, 5) and b.stride() == (1, 4)
+    a, b = bench.make_operands(suites.Case(6, 5, 4, "pad"), torch.float32, "cpu")[0]
+    assert a.stride() == (7, 1) and b.stride() == (10, 1)
+    # Sets so that two L2-fulls are touched: 100 KB of operands against a 1 MB L2.
+    sets = bench.make_operands(suites.Case(100, 100, 125), torch.float32, "cpu", 2**20)
+    assert len(sets) == 8 and not torch.equal(sets[0][0], sets[1][0])
+
+
+def test_tflops_peak_and_ratio_arithmetic():
+    assert bench.tflops(1000, 1000, 1000, 1.0) == pytest.approx(2.0)
+    assert bench.peak_tflops("NVIDIA H100 80GB HBM3", "tf32x3") == pytest.approx(494.7 / 3)
+    assert math.isnan(bench.peak_tflops("some other GPU", "fp16"))
+    rows = [dict(M=8, N=8, K=8, layout="nn", impl=i, precision=p, time_ms=t, tflops=1.0,
+                 gpu="NVIDIA H100 80GB HBM3")
+            for i, p, t in [("cublas", "ieee", 2.0), ("triton", "ieee", 4.0),
+                            ("triton", "tf32x3", 1.0), ("cublas", "fp16", 1.0),
+                            ("wmma", "fp16", 0.5)]]
+    df = tables.add_derived(pd.DataFrame(rows))
+    assert list(df.vs_cublas) == [1.0, 0.5, 2.0, 1.0, 2.0]  # tf32x3 is judged against SGEMM
+    assert df.pct_peak.iloc[0] == pytest.approx(100 / 66.9)
+
+
+def test_report_writer_with_fake_timing(tmp_path, monkeypatch):
+    """The GPU code path, on CPU tensors, with a fake clock: rows, CSV, markdown, plots."""
+    import perf.report as report
+    monkeypatch.setattr(report, "_meta", lambda: {"gpu": "NVIDIA H100 80GB HBM3",
+                                                   "torch": "t", "triton": "tr",
+                                                   "date": "2026-01-01", "mode": "gpu"})
+    impls = [bench.Impl("cublas", "ieee", torch.matmul, suites.LAYOUTS, "ieee"),
+             bench.Impl("triton", "ieee", torch.matmul, suites.LAYOUTS, "ieee"),
+             bench.Impl("naive", "ieee", torch.matmul, ("nn",), "ieee")]
+    fake_ms = {"cublas": 1.0, "triton": 0.5, "naive": 4.0}
+    calls = []
+
+    def fake_time(fn, sets, on_gpu):
+        calls.append(fn)
+        return fake_ms[impls[(len(calls) - 1) % len(impls)].name]
+
+    cases = [suites.Case(4096, 4096, 4096), suites.Case(512, 512, 512)]
+    monkeypatch.setattr(bench, "make_operands", lambda case, dtype, device, l2=0:
+                        [(torch.randn(8, 8), torch.randn(8, 8))])
+    df = report.run(cases, impls, on_gpu=False, time_fn=fake_time, progress=False)
+    assert len(df) == 6 and df.error_ok.all()
+    assert list(df[df.impl == "triton"].vs_cublas) == [2.0, 2.0]
+    assert df[df.impl == "naive"].vs_cublas.iloc[0] == 0.25
+    files = tables.write(df.assign(tflops=df.M * 1.0), tmp_path, "t", ["naive"])
+    assert {f.name for f in files} == {"report.csv", "report.md", "ladder.png", "sizes.png"}
+    back = pd.read_csv(tmp_path / "report.csv")
+    assert list(back.columns[:7]) == ["shape", "M", "N", "K", "layout", "impl", "precision"]
+    md = (tmp_path / "report.md").read_text()
+    assert "## Ratio to cuBLAS in the same run" in md and "### square" in md
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--suite", "huge"], "unknown suite 'huge'"),
+    (["--impl", "cutlass"], "unknown implementation 'cutlass'"),
+    (["--precision", "fp8"], "unknown precision 'fp8'"),
+    (["--from-csv", "/nonexistent.csv"], "no such file"),
+])
+def test_cli_argument_errors(args, words, capsys):
+    import perf.report as report
+    with pytest.raises(SystemExit) as info:
+        report.parse_args(args)
+    assert info.value.code == 2
+    assert words in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available() or not INTERPRETED,
+                    reason="CPU smoke test of the interpreter mode")
+def test_interpreter_mode_smoke(tmp_path):
+    res = subprocess.run([sys.executable, str(ROOT / "perf" / "report.py"), "--out",
+                          str(tmp_path), "--precision", "ieee,fp16"], capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "CPU interpreter run" in res.stdout and "not GPU figures" in res.stdout
+    df = pd.read_csv(tmp_path / "report.csv")
+    assert set(df.impl) == {"triton"} and df.error_ok.all()
+    assert (df["mode"] == "cpu-interpreter").all()
