@@ -175,3 +175,25 @@ def test_operator_only_where_autograd_or_compile_needs_it():
     assert ops.needs_operator(a.requires_grad_(True), b, None)
     with torch.no_grad():
         assert not ops.needs_operator(a, b, None)
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_autocast_runs_in_the_autocast_dtype(dtype):
+    x, w, bias = randn(6, 16), randn(8, 16), randn(8)
+    with torch.autocast(DEVICE, dtype=dtype):
+        out = tg.linear(x, w, bias)
+        ref = torch.nn.functional.linear(x, w, bias)
+        mm = tg.matmul(x, w.t())
+    assert out.dtype == ref.dtype == mm.dtype == dtype
+    expected = torch.nn.functional.linear(*(t.to(dtype).double() for t in (x, w, bias)))
+    assert_close(out, expected, dtype, what="autocast linear")
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+def test_operands_on_a_second_gpu():
+    a = torch.randn(64, 32, device="cuda:1")
+    b = torch.randn(32, 16, device="cuda:1")
+    out = tg.matmul(a, b, precision="ieee")
+    assert out.device == a.device
+    assert_close(out, a.double() @ b.double(), torch.float32, "ieee", "cuda:1")

@@ -41,6 +41,23 @@ def _check_tensor(fn: str, name: str, t) -> None:
                         f"are float32, float16 and bfloat16 (convert with .float() or .half())")
 
 
+def _autocast(fn: str, names: tuple[str, ...], tensors: tuple) -> tuple:
+    """Under torch.autocast for the operands' device, cast float32/16 operands to the
+    autocast dtype, as torch does for its matmul ops; otherwise return them unchanged."""
+    for name, t in zip(names, tensors):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{fn}(): argument '{name}' must be a torch.Tensor, "
+                            f"not {type(t).__name__}")
+    device_type = tensors[0].device.type
+    if device_type not in ("cuda", "cpu") or not torch.is_autocast_enabled(device_type):
+        return tensors
+    dtype = torch.get_autocast_dtype(device_type)
+    if dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"{fn}(): torch.autocast dtype {dtype} is not supported; use "
+                        f"torch.float16 or torch.bfloat16")
+    return tuple(t.to(dtype) if t.dtype in SUPPORTED_DTYPES else t for t in tensors)
+
+
 def _check_pair(fn: str, names: tuple[str, ...], tensors: tuple) -> None:
     """Type, dtype and device checks shared by every entry point."""
     for name, t in zip(names, tensors):
@@ -79,6 +96,7 @@ def _mm3(a, b, *, precision, d=None, alpha=1.0, beta=0.0, activation="none"):
 
 def mm(input, mat2, *, precision=None):
     """As torch.mm: (n x m) @ (m x p) -> (n x p)."""
+    input, mat2 = _autocast("mm", ("input", "mat2"), (input, mat2))
     _check_pair("mm", ("input", "mat2"), (input, mat2))
     if input.dim() != 2 or mat2.dim() != 2:
         raise ValueError(f"mm(): both arguments must be 2-D, got {input.dim()}-D 'input' and "
@@ -93,6 +111,7 @@ def mm(input, mat2, *, precision=None):
 
 def bmm(input, mat2, *, precision=None):
     """As torch.bmm: (b x n x m) @ (b x m x p) -> (b x n x p), no broadcasting."""
+    input, mat2 = _autocast("bmm", ("input", "mat2"), (input, mat2))
     _check_pair("bmm", ("input", "mat2"), (input, mat2))
     if input.dim() != 3 or mat2.dim() != 3:
         raise ValueError(f"bmm(): both arguments must be 3-D, got {input.dim()}-D 'input' and "
@@ -107,6 +126,7 @@ def bmm(input, mat2, *, precision=None):
 
 def matmul(input, other, *, precision=None):
     """As torch.matmul: 1-D, 2-D and batched N-D operands with batch broadcasting."""
+    input, other = _autocast("matmul", ("input", "other"), (input, other))
     _check_pair("matmul", ("input", "other"), (input, other))
     if input.dim() == 0 or other.dim() == 0:
         raise ValueError(f"matmul(): both arguments need at least 1 dimension, got "
@@ -152,6 +172,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None):
     """As torch.addmm: beta * input + alpha * (mat1 @ mat2), fused in the kernel epilogue.
 
     input broadcasts to (n x p); with beta == 0 it is ignored (NaN included), as in torch."""
+    input, mat1, mat2 = _autocast("addmm", ("input", "mat1", "mat2"), (input, mat1, mat2))
     _check_pair("addmm", ("input", "mat1", "mat2"), (input, mat1, mat2))
     beta = _check_scalar("addmm", "beta", beta)
     alpha = _check_scalar("addmm", "alpha", alpha)
@@ -186,7 +207,9 @@ def linear(input, weight, bias=None, *, activation=None, precision=None):
     names, tensors = ("input", "weight"), (input, weight)
     if bias is not None:
         names, tensors = names + ("bias",), tensors + (bias,)
+    tensors = _autocast("linear", names, tensors)
     _check_pair("linear", names, tensors)
+    input, weight, bias = tensors if bias is not None else (*tensors, None)
     if weight.dim() != 2:
         raise ValueError(f"linear(): 'weight' must be 2-D (out_features x in_features), got "
                          f"shape {tuple(weight.shape)}")

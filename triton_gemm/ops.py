@@ -25,6 +25,10 @@ def gemm_impl(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha
               beta: float, precision: str, activation: str = "none") -> torch.Tensor:
     """The operator's implementation, callable directly where neither autograd nor
     torch.compile needs the operator (custom_op dispatch costs 10-40 us per call)."""
+    if a.is_cuda and a.device.index != torch.cuda.current_device():
+        # Triton launches on the current device: run where the operands live.
+        with torch.cuda.device(a.device):
+            return gemm_impl(a, b, d, alpha, beta, precision, activation)
     out = torch.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, device=a.device)
     if alpha == 0.0:
         # torch ignores the product (NaN included) when alpha is 0: run with K = 0.
