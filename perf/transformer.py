@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
 import os
 import sys
 import time

@@ -95,7 +95,8 @@ def test_strided_views(dtype, precision, view):
                          ids=lambda v: "x".join(map(str, v)) or "scalar")
 @pytest.mark.parametrize("alpha,beta", [(1, 1), (2.0, 0.5), (-1.5, 3), (0.25, 0)])
 def test_addmm(dtype, precision, input_shape, alpha, beta):
-    c, a, b = randn(*input_shape, dtype=dtype), randn(21, 30, dtype=dtype), randn(30, 17, dtype=dtype)
+    c = randn(*input_shape, dtype=dtype)
+    a, b = randn(21, 30, dtype=dtype), randn(30, 17, dtype=dtype)
     out = tg.addmm(c, a, b, beta=beta, alpha=alpha, precision=precision)
     ref = beta * c.double().cpu() + alpha * ref_matmul(a, b)
     assert_close(out, ref, dtype, precision, f"addmm {input_shape} a={alpha} b={beta}")

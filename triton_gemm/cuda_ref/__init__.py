@@ -28,7 +28,7 @@ LADDER = (
     ("naive", "01_naive.cu", "one thread per output, operands from global memory"),
     ("smem_tiling", "02_smem_tiling.cu", "32x32 tiles staged in shared memory"),
     ("thread_tile_1d", "03_thread_tile_1d.cu", "8 outputs per thread in a column (64x64x8)"),
-    ("thread_tile_2d", "04_thread_tile_2d.cu", "8x8 outputs per thread, outer products (128x128x8)"),
+    ("thread_tile_2d", "04_thread_tile_2d.cu", "8x8 outputs per thread, outer products"),
     ("vectorized", "05_vectorized.cu", "float4 loads, transposed and padded A tile"),
     ("warp_tile", "06_warp_tile.cu", "64x32 warp tiles, 4x4 per lane in sub-tiles"),
     ("double_buffer", "07_double_buffer.cu", "two shared-memory stages, one barrier per step"),

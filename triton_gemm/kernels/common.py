@@ -43,6 +43,17 @@ def tuning_args(m: int, n: int, k: int, a: torch.Tensor, b: torch.Tensor) -> tup
     return configs.bucket(m), configs.bucket(n), configs.bucket(k), layout_code(a, b)
 
 
+def launch(kernel, tuner, grid, args, meta, config, family: str) -> None:
+    """Run a pinned config on the raw kernel, or let the family's autotuner choose; record
+    which config ran (last_config())."""
+    if config is not None:
+        kernel[grid](*args, **meta, **config.all_kwargs())
+    else:
+        tuner[grid](*args, **meta)
+        config = tuner.best_config
+    record(config, family)
+
+
 _last = {"config": None}
 _tuners: dict = {}  # (kernel name, family) -> triton Autotuner
 

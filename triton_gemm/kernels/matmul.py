@@ -8,7 +8,7 @@ import triton.language as tl
 
 from .. import configs
 from .epilogue import apply_activation
-from .common import AUTOTUNE, INTERPRETER, TUNE_CACHE, record, register_tuner, tuning_args
+from .common import AUTOTUNE, INTERPRETER, TUNE_CACHE, launch, register_tuner, tuning_args
 
 
 @triton.jit
@@ -33,10 +33,10 @@ def _matmul_kernel(
     (any stride may be 0); all with arbitrary element strides. Grid: (batch * ceil(M/BM) *
     ceil(N/BN),). Accumulates in fp32; PRECISION is tl.dot's input_precision ("ieee",
     "tf32", "tf32x3"; ignored for 16-bit operands). UPCAST converts bf16 operands to
-    fp32 before the dot (Triton's interpreter returns garbage for a bf16 dot). INT64 computes element
-    offsets in int64 for operands beyond 2^31 elements. ACTIVATION: epilogue.ACTIVATIONS code,
-    applied after the beta * D term. M_BUCKET..LAYOUT are only read
-    by the autotuner's key.
+    fp32 before the dot (Triton's interpreter returns garbage for a bf16 dot). INT64
+    computes element offsets in int64 for operands beyond 2^31 elements. ACTIVATION: an
+    epilogue.ACTIVATIONS code, applied after the beta * D term. M_BUCKET..LAYOUT are only
+    read by the autotuner's key.
     """
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BM)
@@ -154,11 +154,5 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
         config = configs.interpreter_config()
     elif config is None and not AUTOTUNE:
         config = configs.default_config(family)
-    if config is not None:
-        _matmul_kernel[grid](*args, **meta, **config.all_kwargs())
-    else:
-        tuner = _TUNED[family]
-        tuner[grid](*args, **meta)
-        config = tuner.best_config
-    record(config, family)
+    launch(_matmul_kernel, _TUNED[family], grid, args, meta, config, family)
     return out

@@ -19,7 +19,7 @@ import triton.language as tl
 
 from .. import configs
 from .epilogue import apply_activation
-from .common import AUTOTUNE, INTERPRETER, TUNE_CACHE, record, register_tuner, tuning_args
+from .common import AUTOTUNE, INTERPRETER, TUNE_CACHE, launch, register_tuner, tuning_args
 
 # TMA requires 16-byte aligned base addresses and row strides.
 TMA_ALIGN_BYTES = 16
@@ -201,11 +201,5 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     family = "half" if half else "tf32"
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.persistent_default_config(family)
-    if config is not None:
-        _persistent_kernel[grid](*args, **meta, **config.all_kwargs())
-    else:
-        tuner = _TUNED[family]
-        tuner[grid](*args, **meta)
-        config = tuner.best_config
-    record(config, family)
+    launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family)
     return out
