@@ -7,7 +7,7 @@ Three families, one per way the K loop's dot is executed:
   halve the K depth that fits in shared memory.
 * ``half``: float16 / bfloat16 operands on tensor cores with fp32 accumulation.
 
-Each family holds the tiles of the classic SGEMM ladder (../shared/seeds, see ``SEED_TILES``)
+Each family holds the tiles of the classic SGEMM ladder write-ups (see ``SEED_TILES``)
 and the larger tiles Hopper's wgmma wants.  The seeds use BK=8; ``tl.dot`` needs K >= 16 on
 NVIDIA GPUs (Triton's ``min_dot_size``), so the seed tiles here use BK=16.
 """

@@ -34,7 +34,7 @@ from .kernels.common import INTERPRETER
 ALIGN = 16
 
 # Pad only when both M and N reach this: below it the GEMM is memory-bound and the copy of
-# the other operand would cost about as much as the product.
+# the other operand would cost about as much as the product (reasoned, not measured).
 PAD_MIN_MN = 64
 
 # Stage a K-major copy of an fp32 tensor-core operand when the other side reaches this
