@@ -58,8 +58,18 @@ _last = {"config": None}
 _tuners: dict = {}  # (kernel name, family) -> triton Autotuner
 
 
-def register_tuner(kernel: str, family: str, tuner) -> None:
-    _tuners[(kernel, family)] = tuner
+def make_tuners(kernel, name: str, family_configs: dict, prune) -> dict:
+    """One triton.autotune wrapper of kernel per config family, registered for
+    tuned_configs(): {family: autotuner}."""
+    import triton
+
+    tuners = {}
+    for family, family_list in family_configs.items():
+        tuners[family] = triton.autotune(configs=family_list, key=configs.TUNING_KEY,
+                                         prune_configs_by={"early_config_prune": prune},
+                                         cache_results=TUNE_CACHE)(kernel)
+        _tuners[(name, family)] = tuners[family]
+    return tuners
 
 
 def tuned_configs() -> dict:

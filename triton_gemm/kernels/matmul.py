@@ -7,8 +7,8 @@ import triton
 import triton.language as tl
 
 from .. import configs
+from .common import AUTOTUNE, INTERPRETER, launch, make_tuners, tuning_args
 from .epilogue import apply_activation
-from .common import AUTOTUNE, INTERPRETER, TUNE_CACHE, launch, register_tuner, tuning_args
 
 
 @triton.jit
@@ -94,19 +94,9 @@ def _matmul_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
-_TUNED = {
-    family: triton.autotune(
-        configs=configs.configs(family),
-        key=configs.TUNING_KEY,
-        prune_configs_by={"early_config_prune": configs.prune},
-        cache_results=TUNE_CACHE,
-    )(_matmul_kernel)
-    for family in configs.FAMILIES
-}
-
-
-for _family, _tuner in _TUNED.items():
-    register_tuner("matmul", _family, _tuner)
+_TUNED = make_tuners(_matmul_kernel, "matmul",
+                     {family: configs.configs(family) for family in configs.FAMILIES},
+                     configs.prune)
 
 
 def _needs_int64(*tensors: torch.Tensor) -> bool:

@@ -18,8 +18,8 @@ import triton
 import triton.language as tl
 
 from .. import configs
+from .common import AUTOTUNE, INTERPRETER, launch, make_tuners, tuning_args
 from .epilogue import apply_activation
-from .common import AUTOTUNE, INTERPRETER, TUNE_CACHE, launch, register_tuner, tuning_args
 
 # TMA requires 16-byte aligned base addresses and row strides.
 TMA_ALIGN_BYTES = 16
@@ -103,17 +103,10 @@ def _persistent_kernel(
 
 PERSISTENT_FAMILIES = ("tf32", "half")
 
-_TUNED = {
-    family: triton.autotune(
-        configs=configs.persistent_configs(family),
-        key=configs.TUNING_KEY,
-        prune_configs_by={"early_config_prune": configs.persistent_prune},
-        cache_results=TUNE_CACHE,
-    )(_persistent_kernel)
-    for family in PERSISTENT_FAMILIES
-}
-for _family, _tuner in _TUNED.items():
-    register_tuner("persistent", _family, _tuner)
+_TUNED = make_tuners(_persistent_kernel, "persistent",
+                     {family: configs.persistent_configs(family)
+                      for family in PERSISTENT_FAMILIES},
+                     configs.persistent_prune)
 
 
 def _scratch(size: int, alignment: int, stream):
