@@ -10,9 +10,11 @@ computes a partial Y, summed by all-reduce). Column then row needs one all-reduc
 The collectives carry Megatron's autograd rules, so each rank's gradients equal the
 single-process model's: the all-reduce after a row-parallel product passes gradients
 through unchanged (the output is replicated), the input of a column-parallel product
-all-reduces its gradient, a gather hands each rank its slice of the gradient back. One process per rank; any backend torch supports (gloo on CPU tensors
-under TRITON_INTERPRET=1, NCCL on GPUs; keep NCCL_NVLS_ENABLE=0 where NVLink multicast must
-stay off).
+all-reduces its gradient, a gather hands each rank its slice of the gradient back.
+
+One process per rank; any backend torch supports (gloo on CPU tensors under
+TRITON_INTERPRET=1, NCCL on GPUs; keep NCCL_NVLS_ENABLE=0 where NVLink multicast must stay
+off).
 """
 
 from __future__ import annotations
