@@ -32,10 +32,7 @@ def resolve_precision(precision: str | None, dtype: torch.dtype) -> str:
     return precision
 
 
-def _check_tensor(fn: str, name: str, t) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' must be a torch.Tensor, "
-                        f"not {type(t).__name__}")
+def _check_dtype(fn: str, name: str, t: torch.Tensor) -> None:
     if t.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"{fn}(): argument '{name}' has dtype {t.dtype}; supported dtypes "
                         f"are float32, float16 and bfloat16 (convert with .float() or .half())")
@@ -58,10 +55,12 @@ def _autocast(fn: str, names: tuple[str, ...], tensors: tuple) -> tuple:
     return tuple(t.to(dtype) if t.dtype in SUPPORTED_DTYPES else t for t in tensors)
 
 
-def _check_pair(fn: str, names: tuple[str, ...], tensors: tuple) -> None:
-    """Type, dtype and device checks shared by every entry point."""
+def _checked(fn: str, names: tuple[str, ...], tensors: tuple) -> tuple:
+    """Every entry point's operands: type checks, autocast, then dtype and device checks.
+    Returns the operands to use (cast under autocast)."""
+    tensors = _autocast(fn, names, tensors)
     for name, t in zip(names, tensors):
-        _check_tensor(fn, name, t)
+        _check_dtype(fn, name, t)
     first = tensors[0]
     for name, t in zip(names[1:], tensors[1:]):
         if t.dtype != first.dtype:
@@ -74,6 +73,7 @@ def _check_pair(fn: str, names: tuple[str, ...], tensors: tuple) -> None:
         raise ValueError(f"{fn}(): tensors are on {first.device}, but triton_gemm runs on CUDA "
                          f"devices; move them with .cuda(), or set TRITON_INTERPRET=1 before "
                          f"importing triton_gemm to run in Triton's (slow) CPU interpreter")
+    return tensors
 
 
 def _check_scalar(fn: str, name: str, value) -> float:
@@ -96,8 +96,7 @@ def _mm3(a, b, *, precision, d=None, alpha=1.0, beta=0.0, activation="none"):
 
 def mm(input, mat2, *, precision=None):
     """As torch.mm: (n x m) @ (m x p) -> (n x p)."""
-    input, mat2 = _autocast("mm", ("input", "mat2"), (input, mat2))
-    _check_pair("mm", ("input", "mat2"), (input, mat2))
+    input, mat2 = _checked("mm", ("input", "mat2"), (input, mat2))
     if input.dim() != 2 or mat2.dim() != 2:
         raise ValueError(f"mm(): both arguments must be 2-D, got {input.dim()}-D 'input' and "
                          f"{mat2.dim()}-D 'mat2' (use matmul for other ranks)")
@@ -111,8 +110,7 @@ def mm(input, mat2, *, precision=None):
 
 def bmm(input, mat2, *, precision=None):
     """As torch.bmm: (b x n x m) @ (b x m x p) -> (b x n x p), no broadcasting."""
-    input, mat2 = _autocast("bmm", ("input", "mat2"), (input, mat2))
-    _check_pair("bmm", ("input", "mat2"), (input, mat2))
+    input, mat2 = _checked("bmm", ("input", "mat2"), (input, mat2))
     if input.dim() != 3 or mat2.dim() != 3:
         raise ValueError(f"bmm(): both arguments must be 3-D, got {input.dim()}-D 'input' and "
                          f"{mat2.dim()}-D 'mat2'")
@@ -126,8 +124,7 @@ def bmm(input, mat2, *, precision=None):
 
 def matmul(input, other, *, precision=None):
     """As torch.matmul: 1-D, 2-D and batched N-D operands with batch broadcasting."""
-    input, other = _autocast("matmul", ("input", "other"), (input, other))
-    _check_pair("matmul", ("input", "other"), (input, other))
+    input, other = _checked("matmul", ("input", "other"), (input, other))
     if input.dim() == 0 or other.dim() == 0:
         raise ValueError(f"matmul(): both arguments need at least 1 dimension, got "
                          f"{input.dim()}-D 'input' and {other.dim()}-D 'other' "
@@ -172,8 +169,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None):
     """As torch.addmm: beta * input + alpha * (mat1 @ mat2), fused in the kernel epilogue.
 
     input broadcasts to (n x p); with beta == 0 it is ignored (NaN included), as in torch."""
-    input, mat1, mat2 = _autocast("addmm", ("input", "mat1", "mat2"), (input, mat1, mat2))
-    _check_pair("addmm", ("input", "mat1", "mat2"), (input, mat1, mat2))
+    input, mat1, mat2 = _checked("addmm", ("input", "mat1", "mat2"), (input, mat1, mat2))
     beta = _check_scalar("addmm", "beta", beta)
     alpha = _check_scalar("addmm", "alpha", alpha)
     if mat1.dim() != 2 or mat2.dim() != 2:
@@ -207,8 +203,7 @@ def linear(input, weight, bias=None, *, activation=None, precision=None):
     names, tensors = ("input", "weight"), (input, weight)
     if bias is not None:
         names, tensors = names + ("bias",), tensors + (bias,)
-    tensors = _autocast("linear", names, tensors)
-    _check_pair("linear", names, tensors)
+    tensors = _checked("linear", names, tensors)
     input, weight, bias = tensors if bias is not None else (*tensors, None)
     if weight.dim() != 2:
         raise ValueError(f"linear(): 'weight' must be 2-D (out_features x in_features), got "

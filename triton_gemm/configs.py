@@ -77,12 +77,12 @@ _SIMT_TILES = (
 FAMILIES = ("simt", "tf32", "half")
 
 # The persistent TMA kernel (kernels/persistent.py), tensor-core families only:
-# (name, BM, BN, BK, num_warps, num_stages, EPILOGUE_SUBTILE). 128x256x64, 8 warps, 3 stages
-# with grouped order reached 701 TFLOPS fp16 at 4096^3 on the H100 (0.96x cuBLAS in the
-# same run) and 1.10x at 8192^3. EPILOGUE_SUBTILE stores C in two halves, halving the
-# shared memory the epilogue needs, which is what lets 128x256 keep 3 stages: shared memory
-# per config was read from triton.compile for sm_90 (perf/smem_probe.py), e.g. fp16
-# 128x256x64 x3 needs 213 KB with the split epilogue and 246 KB without (limit 227 KB).
+# (name, BM, BN, BK, num_warps, num_stages, EPILOGUE_SUBTILE). A probe persistent kernel
+# with 128x256x64, 8 warps, 3 stages, grouped order reached 701 TFLOPS fp16 at 4096^3 on the
+# H100 (0.96x cuBLAS in the same run) and 1.10x at 8192^3. EPILOGUE_SUBTILE stores C in two
+# halves, halving the epilogue's shared memory; with a fused D the pipeliner stages D too,
+# so fp16 128x256x64 x3 needs 213 KB split and 246 KB unsplit (limit 227 KB; sizes from
+# triton.compile for sm_90, perf/smem_probe.py, table PERSISTENT_SMEM below).
 _PERSISTENT_TILES = {
     "half": (
         ("p_128x256x64_sub", 128, 256, 64, 8, 3, True),

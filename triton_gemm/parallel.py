@@ -88,6 +88,14 @@ class _Scatter(torch.autograd.Function):
         return _all_gather_last(grad, ctx.group, ctx.world), None, None, None
 
 
+def _load_shard(layer: nn.Module, weight: torch.Tensor, bias) -> nn.Module:
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+        if bias is not None:
+            layer.bias.copy_(bias)
+    return layer
+
+
 def _world(group) -> tuple[int, int]:
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("tensor-parallel layers need torch.distributed.init_process_group() "
@@ -126,11 +134,7 @@ class ColumnParallelLinear(nn.Module):
                     gather_output=gather_output, group=group, precision=precision,
                     device=full.weight.device, dtype=full.weight.dtype)
         rows = slice(layer.rank * layer.weight.shape[0], (layer.rank + 1) * layer.weight.shape[0])
-        with torch.no_grad():
-            layer.weight.copy_(full.weight[rows])
-            if full.bias is not None:
-                layer.bias.copy_(full.bias[rows])
-        return layer
+        return _load_shard(layer, full.weight[rows], None if full.bias is None else full.bias[rows])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = _CopyToParallel.apply(x, self.group)
@@ -166,11 +170,7 @@ class RowParallelLinear(nn.Module):
                     input_is_parallel=input_is_parallel, group=group, precision=precision,
                     device=full.weight.device, dtype=full.weight.dtype)
         cols = slice(layer.rank * layer.weight.shape[1], (layer.rank + 1) * layer.weight.shape[1])
-        with torch.no_grad():
-            layer.weight.copy_(full.weight[:, cols])
-            if full.bias is not None:
-                layer.bias.copy_(full.bias)
-        return layer
+        return _load_shard(layer, full.weight[:, cols], full.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.input_is_parallel:

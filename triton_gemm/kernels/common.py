@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import torch
+import triton
 
 from .. import configs
 
@@ -61,8 +62,6 @@ _tuners: dict = {}  # (kernel name, family) -> triton Autotuner
 def make_tuners(kernel, name: str, family_configs: dict, prune) -> dict:
     """One triton.autotune wrapper of kernel per config family, registered for
     tuned_configs(): {family: autotuner}."""
-    import triton
-
     tuners = {}
     for family, family_list in family_configs.items():
         tuners[family] = triton.autotune(configs=family_list, key=configs.TUNING_KEY,
