@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call, logs under $OUT:
-#   bash perf/gpu_run.sh [tests] [sanitize] [quick] [report ARGS...]
+#   bash perf/gpu_run.sh [tests] [sanitize] [overhead] [quick] [report ARGS...]
 # tests: the GPU pytest suite; sanitize: compute-sanitizer memcheck over the CUDA ladder;
-# quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
+# overhead: host cost per eager call (perf/overhead.py); quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$(mktemp -d)}"
@@ -22,6 +22,11 @@ while [ $# -gt 0 ]; do
             compute-sanitizer --tool memcheck --leak-check no python3 perf/sanitize_ladder.py \
                 > "$out/sanitizer.log" 2>&1
             status=$((status | $?)); tail -8 "$out/sanitizer.log" ;;
+        overhead)
+            { python3 perf/overhead.py --shape 256,256,256 --profile
+              python3 perf/overhead.py --shape 2048,2048,2048
+              python3 perf/overhead.py --shape 16,8192,8192; } > "$out/overhead.log" 2>&1
+            status=$((status | $?)); cat "$out/overhead.log" | head -120 ;;
         quick)
             python3 perf/report.py --quick --out "$out/report" 2>&1 \
                 | tee "$out/report.log" | tail -60

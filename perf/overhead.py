@@ -1,0 +1,97 @@
+"""Where the host time of one eager call goes, layer by layer (GPU only).
+
+    python perf/overhead.py [--shape M,N,K] [--dtype fp16] [--profile]
+
+Each row is the host time per call of one layer of the call path, measured by timing N
+back-to-back calls on shapes small enough that the GPU never becomes the bottleneck (so
+wall time / N is host time). --profile adds a cProfile of the public call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import triton_gemm
+from triton_gemm import configs, dispatch, ops
+from triton_gemm.kernels import matmul as plain
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+@triton.jit
+def _tiny_kernel(x_ptr):
+    tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+
+def host_us(fn, calls: int = 300) -> float:
+    """Host microseconds per call: median of 5 batches of back-to-back calls."""
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    batches = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        batches.append((time.perf_counter() - start) / calls * 1e6)
+        torch.cuda.synchronize()
+    return sorted(batches)[2]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="perf/overhead.py")
+    parser.add_argument("--shape", default="256,256,256")
+    parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        sys.exit("perf/overhead.py measures host launch cost on a CUDA GPU; none found")
+    m, n, k = (int(x) for x in args.shape.split(","))
+    dtype = DTYPES[args.dtype]
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(k, n, device="cuda", dtype=dtype)
+    a3, b3 = a.unsqueeze(0), b.unsqueeze(0)
+    out = torch.empty(1, m, n, device="cuda", dtype=dtype)
+    prec = triton_gemm.api.resolve_precision(None, dtype)
+    family = configs.family_for(dtype, prec)
+    rows = [
+        ("torch.matmul (cuBLAS)", lambda: torch.matmul(a, b)),
+        ("torch.empty", lambda: torch.empty(1, m, n, device="cuda", dtype=dtype)),
+        ("triton_gemm.matmul", lambda: triton_gemm.matmul(a, b)),
+        ("ops.gemm (custom op)", lambda: ops.gemm(a3, b3, None, 1.0, 0.0, prec, "none")),
+        ("ops.gemm_impl", lambda: ops.gemm_impl(a3, b3, None, 1.0, 0.0, prec, "none")),
+        ("dispatch.run", lambda: dispatch.run(a3, b3, out, precision=prec)),
+        ("plain kernel, pinned config", lambda: plain.matmul_3d(
+            a3, b3, out, precision=prec, config=configs.default_config(family))),
+        ("one-argument triton kernel", lambda: _tiny_kernel[(1,)](out)),
+    ]
+    print(f"{torch.cuda.get_device_name()}  {m}x{n}x{k} {args.dtype}")
+    for name, fn in rows:
+        print(f"{name:28s} {host_us(fn):8.1f} us/call")
+    print("last config:", triton_gemm.last_config())
+    print("plan:", dispatch.plan(a3, b3, prec, dispatch._persistent.hopper_sms(a.device)))
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(500):
+            triton_gemm.matmul(a, b)
+        prof.disable()
+        torch.cuda.synchronize()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+if __name__ == "__main__":
+    main()
