@@ -82,7 +82,7 @@ def main(argv=None) -> None:
     for name, fn in rows:
         print(f"{name:28s} {host_us(fn):8.1f} us/call")
     print("last config:", triton_gemm.last_config())
-    print("plan:", dispatch.plan(a3, b3, prec, dispatch._persistent.hopper_sms(a.device)))
+    print("plan:", dispatch.plan(a3, b3, prec, *dispatch._persistent.gpu_sms(a.device)))
     if args.profile:
         prof = cProfile.Profile()
         prof.enable()

@@ -55,3 +55,36 @@ def test_family_for():
     assert configs.family_for(torch.bfloat16, "half") == "half"
     with pytest.raises(ValueError, match="unknown config family"):
         configs.tiles("fp8")
+
+
+class _FakeLauncher:
+    """Stands in for a triton kernel or autotuner: records the launches it gets."""
+
+    def __init__(self, tuned=None):
+        self.calls, self.best_config, self._tuned = [], None, tuned
+
+    def __getitem__(self, grid):
+        def run(*args, **kwargs):
+            self.calls.append(kwargs)
+            self.best_config = self._tuned
+        return run
+
+
+def test_launch_tunes_once_per_key_then_runs_the_kernel_with_the_tuned_config():
+    from triton_gemm.kernels import common
+    tuned = configs.configs("half")[0]
+    kernel, tuner = _FakeLauncher(), _FakeLauncher(tuned)
+    meta = {"HAS_D": False}
+    common.launch(kernel, tuner, None, (), meta, None, "half", key=("k1",))
+    assert len(tuner.calls) == 1 and not kernel.calls
+    assert common.last_config() == configs.config_name(tuned, "half")
+    common.launch(kernel, tuner, None, (), meta, None, "half", key=("k1",))
+    assert len(tuner.calls) == 1
+    assert kernel.calls == [{**meta, **tuned.all_kwargs()}]
+    common.launch(kernel, tuner, None, (), meta, None, "half", key=("k2",))  # a new key tunes
+    assert len(tuner.calls) == 2
+    pinned = configs.configs("half")[1]
+    common.launch(kernel, tuner, None, (), meta, pinned, "half", key=("k1",))
+    assert kernel.calls[-1] == {**meta, **pinned.all_kwargs()}
+    assert common.last_config() == configs.config_name(pinned, "half")
+

@@ -45,7 +45,8 @@ def test_fp32_tensor_core_operands_are_staged_k_major_for_large_problems():
 PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
          dispatch.Plan(False, True, True), dispatch.Plan(False, False, True),
          dispatch.Plan(True, True, True, True), dispatch.Plan(False, True, True, True),
-         dispatch.Plan(True, True, False, True)]
+         dispatch.Plan(True, True, False, True), dispatch.Plan(False, False, False, False, True),
+         dispatch.Plan(True, True, True, False, True)]
 
 
 @requires_kernels
@@ -54,7 +55,7 @@ PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
     f for f, v in zip(p._fields, p) if v))
 def test_staged_paths_compute_the_product(dtype, precision, plan):
     precision = precision or "half"
-    batch = 1 if plan.persistent else 2  # the persistent kernel takes single products
+    batch = 1 if plan.persistent or plan.split_k else 2  # these kernels take single products
     a = randn(batch, 45, 33, dtype=dtype).transpose(1, 2)  # (batch, 33, 45): column-major A
     b = randn(batch, 45, 19, dtype=dtype)
     d = randn(19, dtype=dtype)
@@ -75,3 +76,23 @@ def test_persistent_kernel_for_large_single_products_on_hopper():
     assert dispatch.plan(*_ops(1152, 2048, 1024, dtype=torch.float16), "half", sms).persistent
     a, b = big
     assert not dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "half", sms).persistent
+
+
+def test_split_k_for_few_output_tiles_and_long_k():
+    sms = 132
+    for m, n, k in [(16, 8192, 8192), (1, 4096, 4096), (128, 128, 65536), (64, 64, 1024)]:
+        p = dispatch.plan(*_ops(m, n, k, b_layout="col", dtype=torch.float16), "half", sms)
+        assert p.split_k and not p.persistent, (m, n, k)
+    # Enough 64x64 tiles for every SM, or too short a K: the tiled kernels.
+    assert not dispatch.plan(*_ops(16, 28672, 8192, dtype=torch.float16), "half", sms).split_k
+    assert not dispatch.plan(*_ops(128, 128, dispatch.SPLITK_MIN_K - 1), "ieee", sms).split_k
+    edge = dispatch.SPLITK_TILE * sms  # one row of tiles, exactly one tile per SM
+    assert not dispatch.plan(*_ops(64, edge, 4096), "ieee", sms).split_k
+    assert dispatch.plan(*_ops(64, edge - dispatch.SPLITK_TILE, 4096), "ieee", sms).split_k
+    a, b = _ops(16, 8192, 8192)
+    assert not dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "ieee", sms).split_k
+    assert not dispatch.plan(a, b, "ieee", None).split_k  # interpreter: plain kernel
+    # Non-Hopper GPUs split K too, but never take the TMA kernel.
+    assert dispatch.plan(a, b, "tf32", sms, tma=False).split_k
+    big = _ops(4096, 4096, 4096, dtype=torch.float16)
+    assert not dispatch.plan(*big, "half", sms, tma=False).persistent

@@ -8,7 +8,7 @@ from triton_gemm.tolerances import assert_close
 from triton_gemm import configs
 from triton_gemm.kernels import common
 from triton_gemm.kernels import matmul as kernel
-from triton_gemm.kernels import persistent
+from triton_gemm.kernels import persistent, splitk
 
 # Family -> the (dtype, precision) pairs it serves.
 FAMILY_CASES = {
@@ -72,10 +72,10 @@ def test_layout_code_and_int64_check():
     assert common.layout_code(a, b.mT.contiguous().mT) == (common.A_K_CONTIGUOUS
                                                            | common.B_K_CONTIGUOUS)
     assert common.layout_code(a.mT.contiguous().mT, b) == 0
-    assert not kernel._needs_int64(torch.empty(3, 5), torch.empty(1, 5).expand(2**31, 5))
-    assert kernel._needs_int64(torch.empty(0), torch.empty(2**31, dtype=torch.int8).view(
+    assert not common.needs_int64(torch.empty(3, 5), torch.empty(1, 5).expand(2**31, 5))
+    assert common.needs_int64(torch.empty(0), torch.empty(2**31, dtype=torch.int8).view(
         torch.float16)[:1]) is False  # 2^30 halves
-    assert kernel._needs_int64(torch.empty(2**31 + 8, dtype=torch.int8))
+    assert common.needs_int64(torch.empty(2**31 + 8, dtype=torch.int8))
 
 
 @gpu_only
@@ -157,3 +157,49 @@ def test_every_persistent_config_has_a_measured_shared_memory_size():
             without_d, with_d = configs.PERSISTENT_SMEM[tile[0]]
             assert without_d <= H100_SMEM, f"{tile[0]} cannot run on the H100"
             assert with_d >= without_d
+
+
+SPLITK_PINNED = [(family, tile, dtype, precision)
+                 for family, cases in FAMILY_CASES.items()
+                 for tile in configs.splitk_tiles(family) for dtype, precision in cases]
+# Small M and N, K long enough for every SPLIT to leave some slices empty in the
+# interpreter (slices past K must still write their zero partials).
+SM, SN, SK = (50, 140, 1500) if DEVICE == "cuda" else (20, 70, 300)
+
+
+@requires_kernels
+@pytest.mark.parametrize("family,tile,dtype,precision", SPLITK_PINNED,
+                         ids=[f"{t[0]}-{dt}-{p}".replace("torch.", "")
+                              for _, t, dt, p in SPLITK_PINNED])
+def test_every_splitk_config(family, tile, dtype, precision):
+    """Each split-K config with a strided output, a K-major B and the addmm epilogue."""
+    config = configs.splitk_configs(family)[configs.splitk_tiles(family).index(tile)]
+    a = randn(SM, SK, dtype=dtype)
+    b = randn(SN, SK, dtype=dtype).t()
+    d = randn(1, SN, dtype=dtype)
+    out = poisoned(SN, SM, dtype=dtype).t()
+    splitk.matmul_2d(a, b, out, d, alpha=1.5, beta=-0.5, precision=precision, config=config)
+    ref = 1.5 * (a.double() @ b.double()) - 0.5 * d.double()
+    assert_close(out, ref, dtype, None if precision == "half" else precision, tile[0])
+
+
+@requires_kernels
+@pytest.mark.parametrize("m,n,k", [(1, 64, 700), (17, 33, 2000), (64, 48, 129)])
+def test_splitk_default_config_is_reproducible(m, n, k):
+    """Fixed slice order: two runs give the same bits; an activation rides the epilogue."""
+    a, b = randn(m, k), randn(k, n)
+    first, second = poisoned(m, n, dtype=torch.float32), poisoned(m, n, dtype=torch.float32)
+    splitk.matmul_2d(a, b, first, precision="tf32x3", activation=1)
+    splitk.matmul_2d(a, b, second, precision="tf32x3", activation=1)
+    assert torch.equal(first, second)
+    assert_close(first, torch.relu(a.double() @ b.double()), torch.float32, "tf32x3",
+                 "split-K default")
+
+
+def test_splitk_default_config_fills_the_gpu_with_deep_enough_slices():
+    cfg = configs.splitk_default_config("half", 128, 128, 65536)
+    tiles = (128 // cfg.kwargs["BM"]) * (128 // cfg.kwargs["BN"])
+    assert configs.SPLITK_TARGET_PROGRAMS // 2 < tiles * cfg.kwargs["SPLIT"] \
+        <= configs.SPLITK_TARGET_PROGRAMS
+    shallow = configs.splitk_default_config("tf32", 16, 64, 200)
+    assert shallow.kwargs["SPLIT"] * 2 * shallow.kwargs["BK"] <= 200

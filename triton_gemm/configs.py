@@ -103,6 +103,25 @@ _PERSISTENT_TILES = {
 _PERSISTENT_DEFAULT = {"half": "p_128x128x64", "tf32": "pt_128x64x32"}
 
 
+# The split-K kernel (kernels/splitk.py): (name, BM, BN, BK, SPLIT, num_warps, num_stages).
+# Skinny products (M <= 64) stream B once, so BM 16..32 wastes least of the tensor core on
+# padding rows; huge-K products (small M and N) take 64x64 and 128x128 tiles with 8..32
+# slices so that slices x tiles fill the 132 SMs. 4-byte operands halve BK.
+_SPLITK_HALF_TILES = (
+    ("k_16x128x128_s4", 16, 128, 128, 4, 4, 4),
+    ("k_16x128x128_s8", 16, 128, 128, 8, 4, 4),
+    ("k_16x64x256_s4", 16, 64, 256, 4, 4, 3),
+    ("k_32x128x128_s4", 32, 128, 128, 4, 4, 4),
+    ("k_64x64x128_s8", 64, 64, 128, 8, 4, 4),
+    ("k_64x64x128_s16", 64, 64, 128, 16, 4, 4),
+    ("k_64x64x128_s32", 64, 64, 128, 32, 4, 4),
+    ("k_64x128x64_s8", 64, 128, 64, 8, 4, 4),
+    ("k_128x128x64_s16", 128, 128, 64, 16, 8, 4),
+    ("k_128x128x64_s32", 128, 128, 64, 32, 8, 4),
+)
+_SPLITK_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st)
+                           for name, bm, bn, bk, split, w, st in _SPLITK_HALF_TILES)
+
 # Programs along M in one group: 8 rows of tiles share their B tiles in L2 (the Triton
 # tutorials' value; not re-measured here).
 GROUP_M = 8
@@ -173,6 +192,50 @@ def persistent_configs(family: str) -> list[triton.Config]:
             for _, bm, bn, bk, w, st, sub in persistent_tiles(family)]
 
 
+def splitk_tiles(family: str) -> tuple:
+    if family not in FAMILIES:
+        raise ValueError(f"unknown config family {family!r}; expected one of {FAMILIES}")
+    return _SPLITK_HALF_TILES if family == "half" else _SPLITK_WORD_TILES
+
+
+def _splitk_config(bm, bn, bk, split, warps, stages) -> triton.Config:
+    return triton.Config({"BM": bm, "BN": bn, "BK": bk, "SPLIT": split},
+                         num_warps=warps, num_stages=stages)
+
+
+def splitk_configs(family: str) -> list[triton.Config]:
+    return [_splitk_config(*t[1:]) for t in splitk_tiles(family)]
+
+
+# Programs the untuned split-K config aims at: two per SM of a 132-SM H100, so one slow
+# program does not leave an SM idle at the end.
+SPLITK_TARGET_PROGRAMS = 264
+
+
+def splitk_default_config(family: str, m: int, n: int, k: int) -> triton.Config:
+    """The split-K config run when tuning is off: the smallest BM that covers M (16..64),
+    BN 64, and the power-of-two SPLIT that brings slices x tiles nearest to
+    SPLITK_TARGET_PROGRAMS while every slice keeps two K steps."""
+    bm = min(max(bucket(m), 16), 64)
+    bn = 64
+    bk = 128 if family == "half" else 64
+    tiles = -(-m // bm) * -(-n // bn)
+    split = 1
+    while split * 2 * tiles <= SPLITK_TARGET_PROGRAMS and split * 2 * 2 * bk <= k:
+        split *= 2
+    return _splitk_config(bm, bn, bk, split, 4, 3)
+
+
+def splitk_prune(configs_in, named_args, **kwargs):
+    """early_config_prune of the split-K kernel: select(), and slices of at least two K
+    steps each."""
+    k = named_args["K"]
+    deep = [c for c in configs_in if c.kwargs["SPLIT"] * 2 * c.kwargs["BK"] <= k]
+    if not deep:
+        deep = [min(configs_in, key=lambda c: c.kwargs["SPLIT"] * c.kwargs["BK"])]
+    return prune(deep, named_args, **kwargs)
+
+
 def interpreter_config() -> triton.Config:
     return _config(INTERPRETER_TILE)
 
@@ -189,6 +252,13 @@ def default_config(family: str) -> triton.Config:
 def config_name(config: triton.Config, family: str) -> str:
     """The table name of a config, e.g. 'h_128x256x64'."""
     kw = config.kwargs
+    if "SPLIT" in kw:
+        for tile in splitk_tiles(family):
+            if (tile[1:5] == (kw["BM"], kw["BN"], kw["BK"], kw["SPLIT"])
+                    and tile[5:] == (config.num_warps, config.num_stages)):
+                return tile[0]
+        return (f"k_{kw['BM']}x{kw['BN']}x{kw['BK']}_s{kw['SPLIT']}_w{config.num_warps}"
+                f"_st{config.num_stages}")
     if "EPILOGUE_SUBTILE" in kw:
         for tile in persistent_tiles(family):
             if (tile[1:4] == (kw["BM"], kw["BN"], kw["BK"]) and tile[4] == config.num_warps
@@ -263,5 +333,6 @@ def persistent_prune(configs_in, named_args, **kwargs):
 
 
 # Kernel arguments the tuned config is keyed on (plus the operand dtypes, which Triton's
-# autotuner always appends).
-TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION"]
+# autotuner always appends). HAS_D: a D epilogue changes which persistent tiles fit in
+# shared memory (PERSISTENT_SMEM), so a config tuned without D must not run with one.
+TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D"]

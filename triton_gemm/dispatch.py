@@ -14,9 +14,12 @@ Two facts measured on the H100 (4096^3, tutorial-style Triton kernel) decide thi
 Each copy costs about 2 * bytes / 3 TB/s; the thresholds below keep copies to problems
 large enough to repay them.
 
-On Hopper, single (unbatched) products with at least one 128x128 tile per SM run on the
-persistent TMA kernel (kernels/persistent.py) when its alignment rules hold after staging;
-the rest, and every batched product, run on the plain tiled kernel (kernels/matmul.py).
+Single (unbatched) products with fewer 64x64 output tiles than the GPU has SMs and a long
+K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
+weight, and huge-K products with small M and N, where tiles alone leave SMs idle. On
+Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
+kernel (kernels/persistent.py) when its alignment rules hold after staging; the rest, and
+every batched product, run on the plain tiled kernel (kernels/matmul.py).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import torch
 
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
-from .kernels.common import INTERPRETER
+from .kernels import splitk as _splitk
+from .kernels.common import INTERPRETER, needs_int64
 
 # Elements a leading stride and a masked extent must be multiples of for 16-byte vector
 # loads of every dtype (Triton specialises integer arguments divisible by 16).
@@ -47,12 +51,19 @@ STAGE_MIN = 512
 # the plain kernel's grid is no smaller and skips the tile loop.
 PERSISTENT_TILE = 128
 
+# Split K when the product has fewer SPLITK_TILE x SPLITK_TILE output tiles than SMs (the
+# plain kernel's smallest Hopper tile, 64x64, would leave SMs idle) and K is at least
+# SPLITK_MIN_K (8 steps of the split-K kernel's BK = 128: enough to cut into slices).
+SPLITK_TILE = 64
+SPLITK_MIN_K = 1024
+
 
 class Plan(NamedTuple):
     pad: bool                 # copy A and B into zero-padded buffers (K, N rounded up)
     a_k_major: bool           # stage A K-contiguous
     b_k_major: bool           # stage B K-contiguous
     persistent: bool = False  # run the persistent TMA kernel (when alignment allows)
+    split_k: bool = False     # run the split-K kernel
 
     @property
     def copies(self) -> bool:
@@ -70,9 +81,12 @@ def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
             and strides[0] % ALIGN == 0 and extent % ALIGN == 0)
 
 
-def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None) -> Plan:
-    """The path for (B, M, K) A and (B, K, N) B at a resolved precision; sms: the SM count
-    of a Hopper GPU, None where the persistent TMA kernel cannot run."""
+def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None,
+         tma: bool | None = None) -> Plan:
+    """The path for (B, M, K) A and (B, K, N) B at a resolved precision; sms: the GPU's SM
+    count (None: plain kernel only); tma: whether the persistent TMA kernel can run there
+    (Hopper; default: whenever sms is given)."""
+    tma = sms is not None if tma is None else tma
     batch, m, k = a.shape
     n = b.shape[2]
     sa, sb = a.stride(), b.stride()
@@ -84,10 +98,12 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     b_k_major = fp32_tensor_core and sb[1] != 1 and m >= STAGE_MIN
     if pad and fp32_tensor_core:
         a_k_major = b_k_major = True
+    split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
+               and -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) < sms)
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
-    persistent = (sms is not None and batch == 1 and tiles >= sms
+    persistent = (tma and sms is not None and batch == 1 and tiles >= sms
                   and (precision == "half" or fp32_tensor_core))
-    return Plan(pad, a_k_major, b_k_major, persistent)
+    return Plan(pad, a_k_major, b_k_major, persistent, split_k)
 
 
 def _round_up(x: int) -> int:
@@ -130,9 +146,15 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     if force is not None:
         p = force
     else:
-        p = PLAIN if INTERPRETER else plan(a, b, precision, _persistent.hopper_sms(a.device))
+        p = PLAIN if INTERPRETER else plan(a, b, precision, *_persistent.gpu_sms(a.device))
     if p.copies:
         a, b = stage(a, b, p)
+    if p.split_k and not needs_int64(a, b, out):
+        n = out.shape[2]
+        d2 = None if d is None else d.expand(out.shape)[0]
+        _splitk.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
+                          precision=precision, activation=activation)
+        return out
     if p.persistent:
         n = out.shape[2]
         target = out

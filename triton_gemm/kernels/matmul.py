@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from .. import configs
-from .common import AUTOTUNE, INTERPRETER, launch, make_tuners, tuning_args
+from .common import AUTOTUNE, INTERPRETER, launch, make_tuners, needs_int64, tuning_args
 from .epilogue import apply_activation
 
 
@@ -99,12 +99,6 @@ _TUNED = make_tuners(_matmul_kernel, "matmul",
                      configs.prune)
 
 
-def _needs_int64(*tensors: torch.Tensor) -> bool:
-    """Whether an element offset can pass 2^31: bounded by each tensor's storage size,
-    which is one call per tensor (a span over sizes and strides costs ~5 us each)."""
-    return any(t.untyped_storage().nbytes() // t.element_size() >= 2**31 for t in tensors)
-
-
 def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
               config=None):
     """Launch on 3-D operands: out[i] = alpha * a[i] @ b[i, :, :N] + beta * d[i].
@@ -126,12 +120,12 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
         d = out  # never read: HAS_D is False
     sixteen_bit = a.dtype in (torch.float16, torch.bfloat16)
     dot_precision = "tf32" if sixteen_bit else precision
-    int64 = _needs_int64(a, b, out, d)
+    int64 = needs_int64(a, b, out, d)
+    tuning = tuning_args(m, n, k, a, b)
     args = (
         a, b, out, d, m, n, k, nb,
         *a.stride(), *b.stride(), *out.stride(), *d.stride(),
-        float(alpha), float(beta),
-        *tuning_args(m, n, k, a, b),
+        float(alpha), float(beta), *tuning,
     )
     meta = dict(PRECISION=dot_precision, HAS_D=has_d, INT64=int64, ACTIVATION=activation,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16)
@@ -144,5 +138,6 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
         config = configs.interpreter_config()
     elif config is None and not AUTOTUNE:
         config = configs.default_config(family)
-    launch(_matmul_kernel, _TUNED[family], grid, args, meta, config, family)
+    key = (*tuning, dot_precision, has_d, a.dtype, b.dtype, out.dtype, d.dtype)
+    launch(_matmul_kernel, _TUNED[family], grid, args, meta, config, family, key)
     return out

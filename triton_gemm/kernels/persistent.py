@@ -129,13 +129,13 @@ def _num_sms(device_index: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def hopper_sms(device: torch.device) -> int | None:
-    """SM count of a Hopper (or newer) GPU, None elsewhere: TMA needs compute capability 9."""
+def gpu_sms(device: torch.device) -> tuple[int | None, bool]:
+    """(SM count, whether TMA runs there: Hopper or newer, compute capability 9); (None,
+    False) off CUDA and in the interpreter."""
     if INTERPRETER or device.type != "cuda":
-        return None
-    if torch.cuda.get_device_capability(device)[0] < 9:
-        return None
-    return _num_sms(device.index if device.index is not None else torch.cuda.current_device())
+        return None, False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return _num_sms(index), torch.cuda.get_device_capability(index)[0] >= 9
 
 
 def _tma_ok(t: torch.Tensor, row_stride: int) -> bool:
@@ -181,8 +181,9 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     b_k_major = _b_k_major(b)
     num_sms = _num_sms(a.device.index or 0)
     _ensure_allocator()
+    tuning = tuning_args(m, n, k, a, b)
     args = (a, b, out, d, m, n, k, a.stride(0), b.stride(0), b.stride(1), out.stride(0),
-            d.stride(0), d.stride(1), float(alpha), float(beta), *tuning_args(m, n, k, a, b))
+            d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
     meta = dict(PRECISION="tf32" if half else precision, HAS_D=has_d, B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation)
@@ -194,5 +195,6 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     family = "half" if half else "tf32"
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.persistent_default_config(family)
-    launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family)
+    key = (*tuning, meta["PRECISION"], has_d, a.dtype, b.dtype, out.dtype, d.dtype)
+    launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family, key)
     return out

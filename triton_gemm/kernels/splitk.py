@@ -1,0 +1,144 @@
+"""Split-K GEMM for products with too few output tiles to fill the GPU: skinny (M = 1..64,
+large N and K, memory-bound) and huge-K (small M and N).
+
+The K range is cut into SPLIT slices; program (slice, tile) writes its fp32 partial tile to
+a workspace (SPLIT, M, N), then a second kernel sums the slices in slice order and applies
+alpha, beta * D and the activation. The fixed summation order makes results bitwise
+reproducible run to run (no atomics). The workspace costs SPLIT * M * N * 4 bytes written
+and read, small next to the operands on the shapes this path takes.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import configs
+from .common import AUTOTUNE, INTERPRETER, launch, make_tuners, needs_int64, tuning_args
+from .epilogue import apply_activation
+
+
+@triton.jit
+def _splitk_partial_kernel(
+    a_ptr, b_ptr, w_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn,
+    M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
+    PRECISION: tl.constexpr, HAS_D: tl.constexpr, UPCAST: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
+):
+    """W[s] = A[:, Ks] @ B[Ks, :] for K slice s (a multiple of BK long). A (M, K), B (K, N)
+    with any strides; W (SPLIT, M, N) contiguous fp32. Grid: (SPLIT * tiles,), tiles
+    fastest, so the programs of one slice run together and share its A and B in L2.
+    HAS_D is only read by the autotuner's key (the partial kernel has no epilogue)."""
+    pid = tl.program_id(0)
+    num_pid_n = tl.cdiv(N, BN)
+    tiles = tl.cdiv(M, BM) * num_pid_n
+    split = pid // tiles
+    tile = pid % tiles
+    pid_m = tile // num_pid_n
+    pid_n = tile % num_pid_n
+
+    k_slice = tl.cdiv(tl.cdiv(K, SPLIT), BK) * BK
+    k_start = split * k_slice
+    k_stop = tl.minimum(k_start + k_slice, K)
+
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = k_start + tl.arange(0, BK)
+    # Rows/columns past the edge read a valid one (wrapped) and are never stored.
+    a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + (offs_n % N)[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(k_start, k_stop, BK):
+        k_left = k_stop - k
+        a = tl.load(a_ptrs, mask=tl.arange(0, BK)[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=tl.arange(0, BK)[:, None] < k_left, other=0.0)
+        if UPCAST:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+
+    w_ptrs = w_ptr + split * M * N + offs_m[:, None] * N + offs_n[None, :]
+    tl.store(w_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def _splitk_reduce_kernel(
+    w_ptr, c_ptr, d_ptr,
+    M, N, SPLIT,
+    stride_cm, stride_cn, stride_dm, stride_dn,
+    alpha, beta,
+    HAS_D: tl.constexpr, ACTIVATION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+):
+    """C = act(alpha * sum_s W[s] + beta * D), slices summed in order 0..SPLIT-1."""
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    w_ptrs = w_ptr + offs_m[:, None] * N + offs_n[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(SPLIT):
+        acc += tl.load(w_ptrs, mask=mask, other=0.0)
+        w_ptrs += M * N  # the workspace stays below 2^31 elements (dispatch)
+    acc = acc * alpha
+    if HAS_D:
+        d = tl.load(d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn,
+                    mask=mask, other=0.0)
+        acc += beta * d.to(tl.float32)
+    acc = apply_activation(acc, ACTIVATION)
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+_TUNED = make_tuners(_splitk_partial_kernel, "splitk",
+                     {family: configs.splitk_configs(family) for family in configs.FAMILIES},
+                     configs.splitk_prune)
+
+# Reduce tile: 32 x 128 fp32 elements per program, 4 warps (a memory-bound streaming pass).
+_REDUCE_BM, _REDUCE_BN = 32, 128
+
+
+def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
+              config=None):
+    """out = act(alpha * a @ b + beta * d) for 2-D a (M, K), b (K, N), out (M, N), any
+    strides; d None or broadcastable to out by strides. config pins a triton.Config of
+    configs.splitk_configs (tests). Returns out."""
+    m, k = a.shape
+    n = b.shape[1]
+    if out.numel() == 0:
+        return out
+    has_d = d is not None and beta != 0
+    d = d.expand(out.shape) if has_d else out
+    sixteen_bit = a.dtype in (torch.float16, torch.bfloat16)
+    dot_precision = "tf32" if sixteen_bit else precision
+    family = configs.family_for(a.dtype, precision)
+    if config is None and (INTERPRETER or not AUTOTUNE):
+        config = configs.splitk_default_config(family, m, n, k)
+    if needs_int64(a, b, out, d):
+        raise ValueError("split-K runs on operands below 2^31 elements; dispatch sends "
+                         "larger ones to the plain kernel")
+    # The tuned config decides SPLIT, so the workspace is sized for the largest one.
+    max_split = max(c.kwargs["SPLIT"] for c in ([config] if config else _TUNED[family].configs))
+    work = torch.empty((max_split, m, n), dtype=torch.float32, device=a.device)
+    tuning = tuning_args(m, n, k, a, b)
+    args = (a, b, work, m, n, k, *a.stride(), *b.stride(), *tuning)
+    meta = dict(PRECISION=dot_precision, HAS_D=has_d,
+                UPCAST=INTERPRETER and a.dtype == torch.bfloat16)
+
+    def grid(meta_):
+        tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
+        return (meta_["SPLIT"] * tiles,)
+
+    key = (*tuning, dot_precision, has_d, a.dtype, b.dtype)
+    ran = launch(_splitk_partial_kernel, _TUNED[family], grid, args, meta, config, family,
+                 key)
+    reduce_grid = (triton.cdiv(m, _REDUCE_BM), triton.cdiv(n, _REDUCE_BN))
+    _splitk_reduce_kernel[reduce_grid](
+        work, out, d, m, n, ran.kwargs["SPLIT"], *out.stride(), *d.stride(),
+        float(alpha), float(beta), HAS_D=has_d, ACTIVATION=activation,
+        BM=_REDUCE_BM, BN=_REDUCE_BN, num_warps=4)
+    return out
+
