@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call, logs under $OUT:
 #   bash perf/gpu_run.sh [tests] [sanitize] [overhead] [quick] [report ARGS...]
-# tests: the GPU pytest suite; sanitize: compute-sanitizer memcheck over the CUDA ladder;
+# tests: the GPU pytest suite (TESTS="paths" for a part of it); sanitize: compute-sanitizer memcheck over the CUDA ladder;
 # overhead: host cost per eager call (perf/overhead.py); quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,9 @@ cat "$out/device.txt"
 while [ $# -gt 0 ]; do
     case "$1" in
         tests)
-            python3 -m pytest -q -rs --durations=15 tests 2>&1 | tee "$out/pytest.log" | tail -40
+            # shellcheck disable=SC2086
+            python3 -m pytest -q -rs --durations=15 ${TESTS:-tests} 2>&1 \
+                | tee -a "$out/pytest.log" | tail -40
             status=$((status | ${PIPESTATUS[0]})) ;;
         sanitize)
             compute-sanitizer --tool memcheck --leak-check no python3 perf/sanitize_ladder.py \
