@@ -203,3 +203,17 @@ def test_splitk_default_config_fills_the_gpu_with_deep_enough_slices():
         <= configs.SPLITK_TARGET_PROGRAMS
     shallow = configs.splitk_default_config("tf32", 16, 64, 200)
     assert shallow.kwargs["SPLIT"] * 2 * shallow.kwargs["BK"] <= 200
+
+
+@gpu_only
+def test_launch_fast_path_follows_alignment_and_sizes():
+    """Repeat launches skip triton's binder (common.run_kernel): a variant compiled for
+    16-byte aligned pointers or K % 16 == 0 must not be reused for operands without."""
+    storage = randn(2 * 64 * 64 + 8, dtype=torch.float16)
+    b = randn(1, 64, 48, dtype=torch.float16)
+    for offset, k in [(0, 64), (1, 64), (0, 64), (3, 64), (0, 63), (0, 64), (8, 48)]:
+        a = storage[offset:offset + 64 * k].view(1, 64, k)
+        out = poisoned(1, 64, 48, dtype=torch.float16)
+        kernel.matmul_3d(a, b[:, :k], out, precision="half")
+        assert_close(out, a.double() @ b[:, :k].double(), torch.float16, None,
+                     f"offset {offset}, K {k}")

@@ -15,7 +15,8 @@ import triton
 import triton.language as tl
 
 from .. import configs
-from .common import AUTOTUNE, INTERPRETER, launch, make_tuners, needs_int64, tuning_args
+from .common import (AUTOTUNE, INTERPRETER, launch, make_tuners, needs_int64, run_kernel,
+                     tuning_args)
 from .epilogue import apply_activation
 
 
@@ -136,9 +137,10 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     ran = launch(_splitk_partial_kernel, _TUNED[family], grid, args, meta, config, family,
                  key)
     reduce_grid = (triton.cdiv(m, _REDUCE_BM), triton.cdiv(n, _REDUCE_BN))
-    _splitk_reduce_kernel[reduce_grid](
-        work, out, d, m, n, ran.kwargs["SPLIT"], *out.stride(), *d.stride(),
-        float(alpha), float(beta), HAS_D=has_d, ACTIVATION=activation,
-        BM=_REDUCE_BM, BN=_REDUCE_BN, num_warps=4)
+    run_kernel(_splitk_reduce_kernel, reduce_grid,
+               (work, out, d, m, n, ran.kwargs["SPLIT"], *out.stride(), *d.stride(),
+                float(alpha), float(beta)),
+               {"HAS_D": has_d, "ACTIVATION": activation, "BM": _REDUCE_BM,
+                "BN": _REDUCE_BN, "num_warps": 4})
     return out
 
