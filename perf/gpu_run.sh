@@ -27,7 +27,8 @@ while [ $# -gt 0 ]; do
         overhead)
             { python3 perf/overhead.py --shape 256,256,256 --profile
               python3 perf/overhead.py --shape 2048,2048,2048
-              python3 perf/overhead.py --shape 16,8192,8192; } > "$out/overhead.log" 2>&1
+              python3 perf/overhead.py --shape 16,8192,8192 --nt
+              python3 perf/overhead.py --shape 128,128,65536; } > "$out/overhead.log" 2>&1
             status=$((status | $?)); cat "$out/overhead.log" | head -120 ;;
         quick)
             python3 perf/report.py --quick --out "$out/report" 2>&1 \

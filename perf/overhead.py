@@ -51,11 +51,31 @@ def host_us(fn, calls: int = 300) -> float:
     return sorted(batches)[2]
 
 
+def gpu_us(fn, calls: int = 10, replays: int = 20) -> float:
+    """GPU microseconds per call, host cost excluded: calls captured in a CUDA graph and
+    replayed (operands stay in L2 between calls when they fit, so this is a lower bound)."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / (calls * replays)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="perf/overhead.py")
     parser.add_argument("--shape", default="256,256,256")
     parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--nt", action="store_true", help="B K-major (a transposed weight)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         sys.exit("perf/overhead.py measures host launch cost on a CUDA GPU; none found")
@@ -63,6 +83,8 @@ def main(argv=None) -> None:
     dtype = DTYPES[args.dtype]
     a = torch.randn(m, k, device="cuda", dtype=dtype)
     b = torch.randn(k, n, device="cuda", dtype=dtype)
+    if args.nt:  # B as the transpose of a row-major (N, K) weight, as linear() reads it
+        b = torch.randn(n, k, device="cuda", dtype=dtype).t()
     a3, b3 = a.unsqueeze(0), b.unsqueeze(0)
     out = torch.empty(1, m, n, device="cuda", dtype=dtype)
     prec = triton_gemm.api.resolve_precision(None, dtype)
@@ -81,6 +103,8 @@ def main(argv=None) -> None:
     print(f"{torch.cuda.get_device_name()}  {m}x{n}x{k} {args.dtype}")
     for name, fn in rows:
         print(f"{name:28s} {host_us(fn):8.1f} us/call")
+    for name, fn in rows[:1] + rows[2:3]:
+        print(f"{name:28s} {gpu_us(fn):8.1f} us/call of GPU time (CUDA graph replay)")
     print("last config:", triton_gemm.last_config())
     print("plan:", dispatch.plan(a3, b3, prec, *dispatch._persistent.gpu_sms(a.device)))
     if args.profile:
