@@ -23,8 +23,8 @@ if DEVICE == "cuda":
     # The last two take the persistent TMA kernel on Hopper (>= one 128x128 tile per SM),
     # the second through padded copies and an aligned output buffer.
     # Split-K at its thresholds (fewer 64x64 tiles than SMs, K >= 1024) and beyond:
-    SHAPES += [(16, 8192, 1024), (16, 8192, 1023), (64, 8384, 2048), (64, 8448, 2048),
-               (128, 128, 65536), (3, 200, 20000)]
+    SHAPES += [(16, 8192, 1024), (16, 8192, 1023), (128, 4160, 2048), (128, 4224, 2048),
+               (65, 8448, 2048), (128, 128, 65536), (3, 200, 20000)]
 
 
 def ref_matmul(a, b):

@@ -83,12 +83,17 @@ def test_split_k_for_few_output_tiles_and_long_k():
     for m, n, k in [(16, 8192, 8192), (1, 4096, 4096), (128, 128, 65536), (64, 64, 1024)]:
         p = dispatch.plan(*_ops(m, n, k, b_layout="col", dtype=torch.float16), "half", sms)
         assert p.split_k and not p.persistent, (m, n, k)
-    # Enough 64x64 tiles for every SM, or too short a K: the tiled kernels.
-    assert not dispatch.plan(*_ops(16, 28672, 8192, dtype=torch.float16), "half", sms).split_k
+    # Skinny at any N; past SKINNY_M rows, enough 64x64 tiles for every SM, or too short a
+    # K: the tiled kernels.
+    assert dispatch.plan(*_ops(16, 28672, 8192, dtype=torch.float16), "half", sms).split_k
+    wide = _ops(dispatch.SKINNY_M + 1, 28672, 8192, dtype=torch.float16)
+    assert not dispatch.plan(*wide, "half", sms).split_k
+    assert dispatch.plan(*_ops(16, 28672, 1024, dtype=torch.float16), "half", sms).split_k
+    assert not dispatch.plan(*_ops(16, 28672, 1023, dtype=torch.float16), "half", sms).split_k
     assert not dispatch.plan(*_ops(128, 128, dispatch.SPLITK_MIN_K - 1), "ieee", sms).split_k
-    edge = dispatch.SPLITK_TILE * sms  # one row of tiles, exactly one tile per SM
-    assert not dispatch.plan(*_ops(64, edge, 4096), "ieee", sms).split_k
-    assert dispatch.plan(*_ops(64, edge - dispatch.SPLITK_TILE, 4096), "ieee", sms).split_k
+    edge = dispatch.SPLITK_TILE * sms // 2  # two rows of tiles, exactly one tile per SM
+    assert not dispatch.plan(*_ops(128, edge, 4096), "ieee", sms).split_k
+    assert dispatch.plan(*_ops(128, edge - dispatch.SPLITK_TILE, 4096), "ieee", sms).split_k
     a, b = _ops(16, 8192, 8192)
     assert not dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "ieee", sms).split_k
     assert not dispatch.plan(a, b, "ieee", None).split_k  # interpreter: plain kernel
