@@ -73,17 +73,9 @@ def launch(kernel, tuner, grid, args, meta, config, family: str, key: tuple):
 _chosen: dict = {}  # (id(autotuner), key) -> (config, its kwargs): the launch fast path
 
 
-def _specialization(args: tuple) -> tuple:
-    """What triton compiles a kernel variant for, per runtime argument: a tensor's dtype and
-    16-byte alignment; an integer's equality to 1, divisibility by 16 and 32/64-bit width;
-    the type of anything else (floats are not specialised)."""
-    return tuple((a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor)
-                 else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) if type(a) is int
-                 else type(a) for a in args)
-
-
-_compiled: dict = {}   # (kernel, device, constexprs + options, specialization) -> kernel
-_constexpr_names: dict = {}
+_compiled: dict = {}   # launch variant (see run_kernel) -> compiled kernel
+_COMPILED_MAX = 4096   # variants kept; past this the table starts over (a re-bind each)
+_pointer_args: dict = {}   # id(kernel) -> (leading pointer arguments, constexpr names)
 
 
 def _launch_hooks_set() -> bool:
@@ -102,21 +94,34 @@ def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
     the compiled kernel; later launches of the same variant call it directly. That skips
     triton's argument binder and cache-key construction: 35 us per launch on the H100
     machine's CPU for the plain kernel's 30 arguments, against 10 us for a one-argument
-    kernel (perf/overhead.py)."""
+    kernel (perf/overhead.py). A variant is everything triton specialises on, taken
+    coarser: the scalar arguments as they are (triton looks at ==1, %16 and width), and
+    per pointer argument its dtype and 16-byte alignment. The kernel's pointer arguments
+    come first (named *_ptr).
+    """
     if INTERPRETER or _launch_hooks_set():
         # The interpreter has no compiled kernels; launch hooks (profilers) get triton's
         # own launch path and its metadata.
         kernel[grid](*args, **constexprs)
         return
+    info = _pointer_args.get(id(kernel))
+    if info is None:
+        names = [p.name for p in kernel.params]
+        pointers = next(i for i, name in enumerate(names) if not name.endswith("_ptr"))
+        info = _pointer_args[id(kernel)] = (
+            pointers, [p.name for p in kernel.params if p.is_constexpr])
+    pointers, names = info
     device = _driver.active.get_current_device()
-    variant = (id(kernel), device, tuple(constexprs.items()), _specialization(args))
+    tensors = args[:pointers]
+    variant = (id(kernel), device, tuple(constexprs.items()), args[pointers:],
+               tuple([t.dtype for t in tensors]),
+               tuple([t.data_ptr() % 16 == 0 for t in tensors]))
     compiled = _compiled.get(variant)
     if compiled is None:
+        if len(_compiled) >= _COMPILED_MAX:
+            _compiled.clear()
         _compiled[variant] = kernel[grid](*args, **constexprs)
         return
-    names = _constexpr_names.get(id(kernel))
-    if names is None:
-        names = _constexpr_names[id(kernel)] = [p.name for p in kernel.params if p.is_constexpr]
     if callable(grid):
         grid = grid(constexprs)
     grid = (*grid, 1, 1)

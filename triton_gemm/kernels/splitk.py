@@ -43,7 +43,7 @@ def _splitk_partial_kernel(
 
     k_slice = tl.cdiv(tl.cdiv(K, SPLIT), BK) * BK
     k_start = split * k_slice
-    k_stop = tl.minimum(k_start + k_slice, K)
+    k_steps = tl.cdiv(tl.minimum(k_slice, tl.maximum(K - k_start, 0)), BK)
 
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
@@ -52,8 +52,12 @@ def _splitk_partial_kernel(
     a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + (offs_n % N)[None, :] * stride_bn
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(k_start, k_stop, BK):
-        k_left = k_stop - k
+    for i in range(k_steps):
+        # Slices are whole BK steps, so only K's end needs a mask; K - k stays a multiple
+        # of 16 when K is, which lets triton keep 16-byte loads along a K-contiguous
+        # operand (a mask against the slice end, min(k_start + k_slice, K), does not:
+        # 56 us of GPU time against cuBLAS's 12 at 128x128x65536 fp16).
+        k_left = K - k_start - i * BK
         a = tl.load(a_ptrs, mask=tl.arange(0, BK)[None, :] < k_left, other=0.0)
         b = tl.load(b_ptrs, mask=tl.arange(0, BK)[:, None] < k_left, other=0.0)
         if UPCAST:
