@@ -2,8 +2,8 @@
 large N and K, memory-bound) and huge-K (small M and N).
 
 The K range is cut into SPLIT slices; program (slice, tile) writes its fp32 partial tile to
-a workspace (SPLIT, M, N), then a second kernel sums the slices (one fixed reduction tree) and applies
-alpha, beta * D and the activation. The fixed summation tree makes results bitwise
+a workspace (SPLIT, M, N), then a second kernel sums the slices and applies alpha, beta * D
+and the activation. The sum runs one fixed reduction tree, so results are bitwise
 reproducible run to run (no atomics). The workspace costs SPLIT * M * N * 4 bytes written
 and read, small next to the operands on the shapes this path takes.
 """
