@@ -100,3 +100,16 @@ def time_ms(fn: Callable, operand_sets, on_gpu: bool) -> float:
         call()
         samples.append((time.perf_counter() - start) * 1e3)
     return statistics.median(samples)
+
+
+# Implementations whose launches can be captured in a CUDA graph (the CUDA ladder's
+# binding launches outside torch's stream machinery and is timed eagerly only).
+GRAPH_IMPLS = ("triton", "cublas")
+
+
+def graph_ms(fn: Callable, operand_sets) -> float:
+    """Median milliseconds of fn(a, b) replayed from a CUDA graph: GPU time without the
+    host's launch cost (and without an L2 flush, so operands that fit in L2 stay there)."""
+    import triton.testing
+    a, b = operand_sets[0]
+    return triton.testing.do_bench_cudagraph(lambda: fn(a, b), rep=100, return_mode="median")

@@ -121,8 +121,11 @@ def _meta() -> dict:
             "mode": "gpu" if ON_GPU else "cpu-interpreter"}
 
 
-def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, progress=True) -> pd.DataFrame:
-    """Measure every (case, impl) pair; one row each."""
+def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
+        progress=True) -> pd.DataFrame:
+    """Measure every (case, impl) pair; one row each. time_ms: eager calls (host launch
+    cost included where it exceeds the GPU time); graph_ms: the same calls replayed from a
+    CUDA graph (GPU time only), for the implementations in bench.GRAPH_IMPLS."""
     meta = _meta()
     l2 = torch.cuda.get_device_properties(0).L2_cache_size if on_gpu else 0
     device = "cuda" if on_gpu else "cpu"
@@ -147,11 +150,13 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, progress=True) -> pd.Dat
                 out = impl.fn(a, b)
                 err = ((out.double() - ref).norm() / ref.norm()).item()
                 ms = time_fn(impl.fn, sets, on_gpu)
+                graph = (graph_fn(impl.fn, sets) if on_gpu and impl.name in bench.GRAPH_IMPLS
+                         else float("nan"))
             dtype = bench.DTYPES[impl.precision]
             rows.append({
                 "shape": case.label, "M": case.m, "N": case.n, "K": case.k,
                 "layout": case.layout, "impl": impl.name, "precision": impl.precision,
-                "time_ms": ms,
+                "time_ms": ms, "graph_ms": graph,
                 "tflops": bench.tflops(case.m, case.n, case.k, ms) if on_gpu else float("nan"),
                 "rel_error": err,
                 "config": triton_gemm.last_config() if impl.name == "triton" else "",

@@ -77,6 +77,10 @@ def test_report_writer_with_fake_timing(tmp_path, monkeypatch):
     df = report.run(cases, impls, on_gpu=False, time_fn=fake_time, progress=False)
     assert len(df) == 6 and df.error_ok.all()
     assert list(df[df.impl == "triton"].vs_cublas) == [2.0, 2.0]
+    assert df.graph_ms.isna().all()  # no GPU: nothing replayed
+    df = df.assign(graph_ms=df.impl.map({"cublas": 0.4, "triton": 0.5, "naive": None}))
+    df = tables.add_derived(df)
+    assert list(df[df.impl == "triton"].graph_vs_cublas) == [0.8, 0.8]
     assert df[df.impl == "naive"].vs_cublas.iloc[0] == 0.25
     files = tables.write(df.assign(tflops=df.M * 1.0), tmp_path, "t", ["naive"])
     assert {f.name for f in files} == {"report.csv", "report.md", "ladder.png", "sizes.png"}
@@ -84,6 +88,7 @@ def test_report_writer_with_fake_timing(tmp_path, monkeypatch):
     assert list(back.columns[:7]) == ["shape", "M", "N", "K", "layout", "impl", "precision"]
     md = (tmp_path / "report.md").read_text()
     assert "## Ratio to cuBLAS in the same run" in md and "### square" in md
+    assert "GPU time only (CUDA graph replay" in md
 
 
 @pytest.mark.parametrize("args,words", [
