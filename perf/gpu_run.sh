@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call, logs under $OUT:
-#   bash perf/gpu_run.sh [tests] [sanitize] [overhead] [quick] [report ARGS...]
+#   bash perf/gpu_run.sh [tests] [sanitize] [overhead] [transformer] [quick] [report ARGS...]
 # tests: the GPU pytest suite (TESTS="paths" for a part of it); sanitize: compute-sanitizer memcheck over the CUDA ladder;
-# overhead: host cost per eager call (perf/overhead.py); quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
+# overhead: host cost per eager call (perf/overhead.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$(mktemp -d)}"
@@ -30,6 +30,9 @@ while [ $# -gt 0 ]; do
               python3 perf/overhead.py --shape 16,8192,8192 --nt
               python3 perf/overhead.py --shape 128,128,65536; } > "$out/overhead.log" 2>&1
             status=$((status | $?)); cat "$out/overhead.log" | head -120 ;;
+        transformer)
+            python3 perf/transformer.py > "$out/transformer.log" 2>&1
+            status=$((status | $?)); cat "$out/transformer.log" ;;
         quick)
             python3 perf/report.py --quick --out "$out/report" 2>&1 \
                 | tee "$out/report.log" | tail -60
