@@ -22,8 +22,8 @@ if DEVICE == "cuda":
                (512, 256, 256), (2048, 1152, 256), (2049, 2050, 136)]
     # The last two take the persistent TMA kernel on Hopper (>= one 128x128 tile per SM),
     # the second through padded copies and an aligned output buffer.
-    # Split-K at its thresholds (fewer 64x64 tiles than SMs, K >= 1024) and beyond:
-    SHAPES += [(16, 8192, 1024), (16, 8192, 1023), (128, 4160, 2048), (128, 4224, 2048),
+    # Split-K at its thresholds (64x64 tiles <= SMs / 2 or M <= 64; K >= 1024) and beyond:
+    SHAPES += [(16, 8192, 1024), (16, 8192, 1023), (128, 2112, 2048), (128, 2176, 2048),
                (65, 8448, 2048), (128, 128, 65536), (3, 200, 20000)]
 
 

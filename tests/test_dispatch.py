@@ -91,9 +91,10 @@ def test_split_k_for_few_output_tiles_and_long_k():
     assert dispatch.plan(*_ops(16, 28672, 1024, dtype=torch.float16), "half", sms).split_k
     assert not dispatch.plan(*_ops(16, 28672, 1023, dtype=torch.float16), "half", sms).split_k
     assert not dispatch.plan(*_ops(128, 128, dispatch.SPLITK_MIN_K - 1), "ieee", sms).split_k
-    edge = dispatch.SPLITK_TILE * sms // 2  # two rows of tiles, exactly one tile per SM
-    assert not dispatch.plan(*_ops(128, edge, 4096), "ieee", sms).split_k
-    assert dispatch.plan(*_ops(128, edge - dispatch.SPLITK_TILE, 4096), "ieee", sms).split_k
+    edge = dispatch.SPLITK_TILE * sms // 4  # two rows of tiles, one tile per two SMs
+    assert dispatch.plan(*_ops(128, edge, 4096), "ieee", sms).split_k
+    assert not dispatch.plan(*_ops(128, edge + dispatch.SPLITK_TILE, 4096), "ieee", sms).split_k
+    assert not dispatch.plan(*_ops(128, 4096, 4096), "ieee", sms).split_k  # measured: plain
     a, b = _ops(16, 8192, 8192)
     assert not dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "ieee", sms).split_k
     assert not dispatch.plan(a, b, "ieee", None).split_k  # interpreter: plain kernel

@@ -14,7 +14,7 @@ Two facts measured on the H100 (4096^3, tutorial-style Triton kernel) decide thi
 Each copy costs about 2 * bytes / 3 TB/s; the thresholds below keep copies to problems
 large enough to repay them.
 
-Single (unbatched) products with fewer 64x64 output tiles than the GPU has SMs and a long
+Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle. On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
@@ -51,9 +51,12 @@ STAGE_MIN = 512
 # the plain kernel's grid is no smaller and skips the tile loop.
 PERSISTENT_TILE = 128
 
-# Split K when the product has fewer SPLITK_TILE x SPLITK_TILE output tiles than SMs (the
-# plain kernel's smallest Hopper tile, 64x64, would leave SMs idle) and K is at least
-# SPLITK_MIN_K (8 steps of the split-K kernel's BK = 128: enough to cut into slices).
+# Split K when the product has at most half as many SPLITK_TILE x SPLITK_TILE output tiles as
+# SMs and K is at least SPLITK_MIN_K (8 steps of the split-K kernel's BK = 128, unmeasured).
+# GPU time on the H100, fp16, K-major B (split-K vs the tuned plain kernel, cuBLAS): 128 tiles
+# 128x4096x4096 26.5 vs 15.6 us (10.1) and 128x4096x11008 57.3 vs 49.4 (39.4): plain; 64
+# tiles 128x2048x8192 21.9 vs 32.9 (13.3) and 64x4096x4096 17.1 vs 17.8 (8.4): split;
+# 4 tiles 128x128x16384 6.6 vs 46.5 (6.5), 16 tiles 256x256x32768 19.8 vs 97.8 (13.6).
 SPLITK_TILE = 64
 SPLITK_MIN_K = 1024
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
@@ -103,7 +106,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     if pad and fp32_tensor_core:
         a_k_major = b_k_major = True
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
-               and (m <= SKINNY_M or -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) < sms))
+               and (m <= SKINNY_M or 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= sms))
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     persistent = (tma and sms is not None and batch == 1 and tiles >= sms and not split_k
                   and (precision == "half" or fp32_tensor_core))
