@@ -76,6 +76,9 @@ def test_layout_code_and_int64_check():
     assert common.needs_int64(torch.empty(0), torch.empty(2**31, dtype=torch.int8).view(
         torch.float16)[:1]) is False  # 2^30 halves
     assert common.needs_int64(torch.empty(2**31 + 8, dtype=torch.int8))
+    small = torch.empty(2, 2)
+    assert splitk.supports(small, small, small)  # int32 offsets only: large D refused too
+    assert not splitk.supports(small, small, small, torch.empty(2**31 + 8, dtype=torch.int8))
 
 
 @gpu_only

@@ -31,7 +31,7 @@ import torch
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
-from .kernels.common import INTERPRETER, needs_int64
+from .kernels.common import INTERPRETER
 
 # Elements a leading stride and a masked extent must be multiples of for 16-byte vector
 # loads of every dtype (Triton specialises integer arguments divisible by 16).
@@ -156,20 +156,19 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
         p = PLAIN if INTERPRETER else plan(a, b, precision, *_persistent.gpu_sms(a.device))
     if p.copies:
         a, b = stage(a, b, p)
-    if p.split_k and not needs_int64(a, b, out):
-        n = out.shape[2]
-        d2 = None if d is None else d.expand(out.shape)[0]
+    n = out.shape[2]
+    # The single-product kernels take 2-D operands: D broadcast to the one output matrix.
+    d2 = None if d is None or not (p.split_k or p.persistent) else d.expand(out.shape)[0]
+    if p.split_k and _splitk.supports(a, b, out, d2):
         _splitk.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                           precision=precision, activation=activation)
         return out
     if p.persistent:
-        n = out.shape[2]
         target = out
         if p.pad and not _persistent.supports(a[0], b[0], out[0], precision):
             # The padded copies are TMA-aligned; the output gets an aligned buffer too.
             target = out.new_empty(1, out.shape[1], b.shape[2])[:, :, :n]
         if _persistent.supports(a[0], b[0], target[0], precision):
-            d2 = None if d is None else d.expand(out.shape)[0]
             _persistent.matmul_2d(a[0], b[0, :, :n], target[0], d2, alpha=alpha, beta=beta,
                                   precision=precision, activation=activation)
             if target is not out:

@@ -147,6 +147,19 @@ def make_tuners(kernel, name: str, family_configs: dict, prune) -> dict:
     return tuners
 
 
+def epilogue_input(d, beta: float, out: torch.Tensor):
+    """(HAS_D, D as the kernel takes it): D expanded to out's shape when beta * D counts,
+    else out itself as a placeholder the kernel never reads."""
+    has_d = d is not None and beta != 0
+    return has_d, (d.expand(out.shape) if has_d else out)
+
+
+def dot_precision(dtype: torch.dtype, precision: str) -> str:
+    """tl.dot's input_precision: the resolved precision for fp32 operands; "tf32" (ignored
+    by tl.dot) for 16-bit ones."""
+    return "tf32" if dtype in (torch.float16, torch.bfloat16) else precision
+
+
 def needs_int64(*tensors: torch.Tensor) -> bool:
     """Whether an element offset can pass 2^31: bounded by each tensor's storage size,
     which is one call per tensor (a span over sizes and strides costs ~5 us each)."""

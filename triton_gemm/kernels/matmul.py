@@ -7,7 +7,8 @@ import triton
 import triton.language as tl
 
 from .. import configs
-from .common import AUTOTUNE, INTERPRETER, launch, make_tuners, needs_int64, tuning_args
+from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch, make_tuners,
+                     needs_int64, tuning_args)
 from .epilogue import apply_activation
 
 
@@ -113,13 +114,8 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     n, nb = out.shape[2], b.shape[2]
     if out.numel() == 0:
         return out
-    has_d = d is not None and beta != 0
-    if has_d:
-        d = d.expand(out.shape)
-    else:
-        d = out  # never read: HAS_D is False
-    sixteen_bit = a.dtype in (torch.float16, torch.bfloat16)
-    dot_precision = "tf32" if sixteen_bit else precision
+    has_d, d = epilogue_input(d, beta, out)
+    dot_prec = dot_precision(a.dtype, precision)
     int64 = needs_int64(a, b, out, d)
     tuning = tuning_args(m, n, k, a, b)
     args = (
@@ -127,7 +123,7 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
         *a.stride(), *b.stride(), *out.stride(), *d.stride(),
         float(alpha), float(beta), *tuning,
     )
-    meta = dict(PRECISION=dot_precision, HAS_D=has_d, INT64=int64, ACTIVATION=activation,
+    meta = dict(PRECISION=dot_prec, HAS_D=has_d, INT64=int64, ACTIVATION=activation,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16)
 
     def grid(meta_):
@@ -138,6 +134,6 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
         config = configs.interpreter_config()
     elif config is None and not AUTOTUNE:
         config = configs.default_config(family)
-    key = (*tuning, dot_precision, has_d, a.dtype, b.dtype, out.dtype, d.dtype)
+    key = (*tuning, dot_prec, has_d, a.dtype, b.dtype, out.dtype, d.dtype)
     launch(_matmul_kernel, _TUNED[family], grid, args, meta, config, family, key)
     return out

@@ -18,7 +18,8 @@ import triton
 import triton.language as tl
 
 from .. import configs
-from .common import AUTOTUNE, INTERPRETER, launch, make_tuners, tuning_args
+from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch, make_tuners,
+                     tuning_args)
 from .epilogue import apply_activation
 
 # TMA requires 16-byte aligned base addresses and row strides.
@@ -175,8 +176,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     n = b.shape[1]
     if out.numel() == 0:
         return out
-    has_d = d is not None and beta != 0
-    d = d.expand(out.shape) if has_d else out
+    has_d, d = epilogue_input(d, beta, out)
     half = a.dtype in (torch.float16, torch.bfloat16)
     b_k_major = _b_k_major(b)
     num_sms = _num_sms(a.device.index or 0)
@@ -184,7 +184,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     tuning = tuning_args(m, n, k, a, b)
     args = (a, b, out, d, m, n, k, a.stride(0), b.stride(0), b.stride(1), out.stride(0),
             d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
-    meta = dict(PRECISION="tf32" if half else precision, HAS_D=has_d, B_K_MAJOR=b_k_major,
+    meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d, B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation)
 

@@ -15,8 +15,8 @@ import triton
 import triton.language as tl
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, launch, make_tuners, needs_int64, run_kernel,
-                     tuning_args)
+from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch, make_tuners,
+                     needs_int64, run_kernel, tuning_args)
 from .epilogue import apply_activation
 
 
@@ -106,43 +106,48 @@ _TUNED = make_tuners(_splitk_partial_kernel, "splitk",
                      {family: configs.splitk_configs(family) for family in configs.FAMILIES},
                      configs.splitk_prune)
 
+# The tuned config decides SPLIT after the workspace is allocated, so it is sized for the
+# family's largest.
+_MAX_SPLIT = {family: max(c.kwargs["SPLIT"] for c in tuner.configs)
+              for family, tuner in _TUNED.items()}
+
 # Elements the reduce kernel holds per program (SPLIT_P2 x BLOCK fp32 values: 32 per thread
 # of 4 warps), so a 128x128 output split 32 ways still spreads over 128 programs.
 _REDUCE_TILE = 4096
 
 
+def supports(a, b, out, d=None) -> bool:
+    """Whether operands can run here: element offsets below 2^31 (the kernels compute them
+    in int32; the workspace stays small on the shapes dispatch sends)."""
+    return not needs_int64(a, b, out, *(() if d is None else (d,)))
+
+
 def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
               config=None):
     """out = act(alpha * a @ b + beta * d) for 2-D a (M, K), b (K, N), out (M, N), any
-    strides; d None or broadcastable to out by strides. config pins a triton.Config of
-    configs.splitk_configs (tests). Returns out."""
+    strides, that supports() accepts; d None or broadcastable to out by strides. config
+    pins a triton.Config of configs.splitk_configs (tests). Returns out."""
     m, k = a.shape
     n = b.shape[1]
     if out.numel() == 0:
         return out
-    has_d = d is not None and beta != 0
-    d = d.expand(out.shape) if has_d else out
-    sixteen_bit = a.dtype in (torch.float16, torch.bfloat16)
-    dot_precision = "tf32" if sixteen_bit else precision
+    has_d, d = epilogue_input(d, beta, out)
+    dot_prec = dot_precision(a.dtype, precision)
     family = configs.family_for(a.dtype, precision)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.splitk_default_config(family, m, n, k)
-    if needs_int64(a, b, out, d):
-        raise ValueError("split-K runs on operands below 2^31 elements; dispatch sends "
-                         "larger ones to the plain kernel")
-    # The tuned config decides SPLIT, so the workspace is sized for the largest one.
-    max_split = max(c.kwargs["SPLIT"] for c in ([config] if config else _TUNED[family].configs))
+    max_split = config.kwargs["SPLIT"] if config else _MAX_SPLIT[family]
     work = torch.empty((max_split, m, n), dtype=torch.float32, device=a.device)
     tuning = tuning_args(m, n, k, a, b)
     args = (a, b, work, m, n, k, *a.stride(), *b.stride(), *tuning)
-    meta = dict(PRECISION=dot_precision, HAS_D=has_d,
+    meta = dict(PRECISION=dot_prec, HAS_D=has_d,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16)
 
     def grid(meta_):
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
         return (meta_["SPLIT"] * tiles,)
 
-    key = (*tuning, dot_precision, has_d, a.dtype, b.dtype)
+    key = (*tuning, dot_prec, has_d, a.dtype, b.dtype)
     ran = launch(_splitk_partial_kernel, _TUNED[family], grid, args, meta, config, family,
                  key)
     split = ran.kwargs["SPLIT"]
