@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import triton_gemm
-from triton_gemm import configs, dispatch, ops
+from triton_gemm import configs, dispatch, launch_cache, ops
 from triton_gemm.kernels import matmul as plain
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
@@ -89,29 +89,41 @@ def main(argv=None) -> None:
     out = torch.empty(1, m, n, device="cuda", dtype=dtype)
     prec = triton_gemm.api.resolve_precision(None, dtype)
     family = configs.family_for(dtype, prec)
+    x = torch.randn(m, k, device="cuda", dtype=dtype, requires_grad=True)
+    w = torch.randn(n, k, device="cuda", dtype=dtype, requires_grad=True)
+    bias = torch.randn(n, device="cuda", dtype=dtype, requires_grad=True)
+
+    def train(linear):
+        return lambda: linear(x, w, bias).backward(grad)
+    grad = torch.randn(m, n, device="cuda", dtype=dtype)
     rows = [
         ("torch.matmul (cuBLAS)", lambda: torch.matmul(a, b)),
         ("torch.empty", lambda: torch.empty(1, m, n, device="cuda", dtype=dtype)),
         ("triton_gemm.matmul", lambda: triton_gemm.matmul(a, b)),
         ("ops.gemm (custom op)", lambda: ops.gemm(a3, b3, None, 1.0, 0.0, prec, "none")),
         ("ops.gemm_impl", lambda: ops.gemm_impl(a3, b3, None, 1.0, 0.0, prec, "none")),
+        ("launch_cache.run (replay)", lambda: launch_cache.run(a3, b3, out, precision=prec)),
         ("dispatch.run", lambda: dispatch.run(a3, b3, out, precision=prec)),
         ("plain kernel, pinned config", lambda: plain.matmul_3d(
             a3, b3, out, precision=prec, config=configs.default_config(family))),
         ("one-argument triton kernel", lambda: _tiny_kernel[(1,)](out)),
+        ("F.linear fwd+bwd (torch)", train(torch.nn.functional.linear)),
+        ("triton_gemm.linear fwd+bwd", train(triton_gemm.linear)),
     ]
     print(f"{torch.cuda.get_device_name()}  {m}x{n}x{k} {args.dtype}")
     for name, fn in rows:
         print(f"{name:28s} {host_us(fn):8.1f} us/call")
     for name, fn in rows[:1] + rows[2:3]:
         print(f"{name:28s} {gpu_us(fn):8.1f} us/call of GPU time (CUDA graph replay)")
-    print("last config:", triton_gemm.last_config())
+    print("last config:", triton_gemm.last_config(), "launch cache:", launch_cache.stats)
     print("plan:", dispatch.plan(a3, b3, prec, *dispatch._persistent.gpu_sms(a.device)))
     if args.profile:
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(500):
             triton_gemm.matmul(a, b)
+        for _ in range(200):
+            train(triton_gemm.linear)()
         prof.disable()
         torch.cuda.synchronize()
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)

@@ -88,6 +88,23 @@ def test_torch_compile_traces_without_graph_breaks():
 
 
 @requires_kernels
+def test_torch_compile_backward_through_the_operator():
+    """The compiled backward (traced by AOTAutograd from the operator's registered autograd)
+    gives float64 gradients."""
+    def block(x, w1, w2):
+        return tg.matmul(tg.linear(x, w1, activation="gelu_tanh", precision="ieee"), w2,
+                         precision="ieee")
+
+    x, w1, w2 = randn(4, 16), randn(32, 16).requires_grad_(True), randn(32, 8)
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    compiled(x, w1, w2).sum().backward()
+    w64 = w1.detach().double().requires_grad_(True)
+    h = torch.nn.functional.gelu(x.double() @ w64.t(), approximate="tanh")
+    (h @ w2.double()).sum().backward()
+    assert_close(w1.grad, w64.grad, torch.float32, "ieee", "compiled weight gradient")
+
+
+@requires_kernels
 def test_nn_linear_is_a_drop_in():
     torch.manual_seed(0)
     ref = torch.nn.Linear(24, 10)
@@ -169,12 +186,24 @@ def test_opcheck_with_activation():
     torch.library.opcheck(ops.gemm, (a.requires_grad_(True), b, d, 1.0, 1.0, "ieee", "gelu"))
 
 
-def test_operator_only_where_autograd_or_compile_needs_it():
-    a, b = torch.ones(1, 2, 2), torch.ones(1, 2, 2)
-    assert not ops.needs_operator(a, b, None)
-    assert ops.needs_operator(a.requires_grad_(True), b, None)
-    with torch.no_grad():
-        assert not ops.needs_operator(a, b, None)
+@requires_kernels
+def test_eager_calls_skip_the_operator_and_keep_second_derivatives():
+    """Eager: no autograd node without grad, the plain autograd.Function with it (the
+    operator's dispatch is only for torch.compile); create_graph=True records the backward's
+    GEMMs too, so second derivatives match float64."""
+    a, b = randn(1, 5, 8), randn(1, 8, 3)
+    assert ops.apply(a, b, None, 1.0, 0.0, "ieee").grad_fn is None
+    a.requires_grad_(True)
+    out = ops.apply(a, b, None, 1.0, 0.0, "ieee", "silu")
+    assert type(out.grad_fn).__name__ == "_EagerGemmBackward"
+    (grad_a,) = torch.autograd.grad(out.sum(), a, create_graph=True)
+    (grad2_a,) = torch.autograd.grad((grad_a ** 2).sum(), a)
+    a64 = a.detach().double().requires_grad_(True)
+    out64 = torch.nn.functional.silu(a64 @ b.double())
+    (ref_a,) = torch.autograd.grad(out64.sum(), a64, create_graph=True)
+    (ref2_a,) = torch.autograd.grad((ref_a ** 2).sum(), a64)
+    assert_close(grad_a, ref_a, torch.float32, "ieee", "first derivative")
+    assert_close(grad2_a, ref2_a, torch.float32, "ieee", "second derivative")
 
 
 @requires_kernels

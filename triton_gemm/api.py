@@ -87,11 +87,9 @@ def _shape_str(t: torch.Tensor) -> str:
 
 
 def _mm3(a, b, *, precision, d=None, alpha=1.0, beta=0.0, activation="none"):
-    """(B, M, K) @ (B, K, N) views -> fresh (B, M, N) tensor, through the custom op where
-    autograd or torch.compile needs it, else straight to its implementation."""
+    """(B, M, K) @ (B, K, N) views -> fresh (B, M, N) tensor (ops.apply picks the route)."""
     d = d if beta != 0.0 else None
-    fn = ops.gemm if ops.needs_operator(a, b, d) else ops.gemm_impl
-    return fn(a, b, d, float(alpha), float(beta), precision, activation)
+    return ops.apply(a, b, d, float(alpha), float(beta), precision, activation)
 
 
 def mm(input, mat2, *, precision=None):

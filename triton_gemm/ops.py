@@ -17,7 +17,7 @@ from typing import Optional
 
 import torch
 
-from . import dispatch
+from . import launch_cache
 from .kernels.epilogue import ACTIVATIONS, derivative
 
 
@@ -33,19 +33,25 @@ def gemm_impl(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha
     if alpha == 0.0:
         # torch ignores the product (NaN included) when alpha is 0: run with K = 0.
         a, b = a[:, :, :0], b[:, :0, :]
-    return dispatch.run(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
-                        activation=ACTIVATIONS[activation])
+    return launch_cache.run(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
+                            activation=ACTIVATIONS[activation])
 
 
 gemm = torch.library.custom_op("triton_gemm::gemm", mutates_args=())(gemm_impl)
 
 
-def needs_operator(*tensors) -> bool:
-    """Whether a call must go through the operator: under torch.compile tracing, or when
-    autograd will record it."""
+def apply(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha: float,
+          beta: float, precision: str, activation: str = "none") -> torch.Tensor:
+    """The product through the cheapest route that gives the caller what it needs: the
+    operator while torch.compile traces, an autograd.Function with the operator's gradients
+    when autograd records in eager mode (the operator's own autograd adds dispatcher and
+    wrapper cost on every call), else the implementation itself."""
     if torch.compiler.is_compiling():
-        return True
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+        return gemm(a, b, d, alpha, beta, precision, activation)
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad
+                                    or (d is not None and d.requires_grad)):
+        return _EagerGemm.apply(a, b, d, alpha, beta, precision, activation)
+    return gemm_impl(a, b, d, alpha, beta, precision, activation)
 
 
 @gemm.register_fake
@@ -60,19 +66,39 @@ def _setup_context(ctx, inputs, output):
     ctx.alpha, ctx.beta, ctx.precision, ctx.activation = alpha, beta, precision, activation
 
 
-def _backward(ctx, grad):
+def _backward(ctx, grad, product=gemm):
+    """Gradients of act(alpha * a @ b + beta * d); product computes each GEMM (the operator,
+    or apply() in eager mode)."""
     a, b, d = ctx.saved_tensors
     if ctx.activation != "none":
-        z = gemm(a, b, d, ctx.alpha, ctx.beta, ctx.precision, "none")
+        z = product(a, b, d, ctx.alpha, ctx.beta, ctx.precision, "none")
         grad = (grad.float() * derivative(ctx.activation, z)).to(grad.dtype)
     grad_a = grad_b = grad_d = None
     if ctx.needs_input_grad[0]:
-        grad_a = gemm(grad, b.transpose(1, 2), None, ctx.alpha, 0.0, ctx.precision)
+        grad_a = product(grad, b.transpose(1, 2), None, ctx.alpha, 0.0, ctx.precision)
     if ctx.needs_input_grad[1]:
-        grad_b = gemm(a.transpose(1, 2), grad, None, ctx.alpha, 0.0, ctx.precision)
+        grad_b = product(a.transpose(1, 2), grad, None, ctx.alpha, 0.0, ctx.precision)
     if ctx.has_d and ctx.needs_input_grad[2]:
-        grad_d = grad * ctx.beta
+        grad_d = grad if ctx.beta == 1.0 else grad * ctx.beta
     return grad_a, grad_b, grad_d, None, None, None, None
 
 
 gemm.register_autograd(_backward, setup_context=_setup_context)
+
+
+class _EagerGemm(torch.autograd.Function):
+    """The operator's forward and gradients as a plain autograd.Function, for eager mode.
+    Its backward runs each GEMM through apply(): the implementation directly, or this
+    Function again when the backward itself is recorded (create_graph=True)."""
+
+    @staticmethod
+    def forward(a, b, d, alpha, beta, precision, activation):
+        return gemm_impl(a, b, d, alpha, beta, precision, activation)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _setup_context(ctx, inputs, output)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _backward(ctx, grad, product=apply)

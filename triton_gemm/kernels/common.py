@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from typing import NamedTuple
 
 import torch
 import triton
 from triton import knobs
+from triton.runtime import _allocation
 from triton.runtime import driver as _driver
 
 from .. import configs
@@ -57,6 +61,8 @@ def launch(kernel, tuner, grid, args, meta, config, family: str, key: tuple):
     if config is None:
         chosen = _chosen.get((id(tuner), key))
         if chosen is None:
+            if getattr(_local, "capture", None) is not None:
+                _local.capture.recordable = False  # the autotuner launches on its own
             tuner[grid](*args, **meta)
             config = tuner.best_config
             _chosen[(id(tuner), key)] = (config, config.all_kwargs())
@@ -78,7 +84,7 @@ _COMPILED_MAX = 4096   # variants kept; past this the table starts over (a re-bi
 _pointer_args: dict = {}   # id(kernel) -> (leading pointer arguments, constexpr names)
 
 
-def _launch_hooks_set() -> bool:
+def launch_hooks_set() -> bool:
     """Whether a launch enter/exit hook is installed (an empty HookChain is triton's idle
     default)."""
     return any(hook is not None and getattr(hook, "calls", True)
@@ -97,12 +103,14 @@ def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
     kernel (perf/overhead.py). A variant is everything triton specialises on, taken
     coarser: the scalar arguments as they are (triton looks at ==1, %16 and width), and
     per pointer argument its dtype and 16-byte alignment. The kernel's pointer arguments
-    come first (named *_ptr).
+    come first (named *_ptr). Under capture() the launch is also recorded.
     """
-    if INTERPRETER or _launch_hooks_set():
+    if INTERPRETER or launch_hooks_set():
         # The interpreter has no compiled kernels; launch hooks (profilers) get triton's
         # own launch path and its metadata.
         kernel[grid](*args, **constexprs)
+        if getattr(_local, "capture", None) is not None:
+            _local.capture.recordable = False
         return
     info = _pointer_args.get(id(kernel))
     if info is None:
@@ -117,18 +125,92 @@ def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
                tuple([t.dtype for t in tensors]),
                tuple([t.data_ptr() % 16 == 0 for t in tensors]))
     compiled = _compiled.get(variant)
+    if callable(grid):
+        grid = grid(constexprs)
+    grid = (*grid, 1, 1)[:3]
+    constexpr_values = tuple(constexprs[name] for name in names)
     if compiled is None:
         if len(_compiled) >= _COMPILED_MAX:
             _compiled.clear()
-        _compiled[variant] = kernel[grid](*args, **constexprs)
-        return
-    if callable(grid):
-        grid = grid(constexprs)
-    grid = (*grid, 1, 1)
-    stream = _driver.active.get_current_stream(device)
-    compiled.run(grid[0], grid[1], grid[2], stream, compiled.function,
-                 compiled.packed_metadata, None, None, None,
-                 *args, *(constexprs[name] for name in names))
+        compiled = _compiled[variant] = kernel[grid](*args, **constexprs)
+    else:
+        stream = _driver.active.get_current_stream(device)
+        compiled.run(grid[0], grid[1], grid[2], stream, compiled.function,
+                     compiled.packed_metadata, None, None, None, *args, *constexpr_values)
+    record_to = getattr(_local, "capture", None)
+    if record_to is not None:
+        record_to.launches.append(Launch(compiled, grid, tensors, args[pointers:],
+                                         constexpr_values))
+
+
+class Launch(NamedTuple):
+    """One launch of a compiled kernel as run_kernel ran it."""
+    compiled: object       # triton CompiledKernel
+    grid: tuple            # 3 ints
+    tensors: tuple         # the pointer arguments
+    scalars: tuple         # the other runtime arguments
+    constexprs: tuple      # constexpr values in parameter order (the launcher takes them)
+
+    def run(self, tensors, stream) -> None:
+        compiled = self.compiled
+        compiled.run(self.grid[0], self.grid[1], self.grid[2], stream, compiled.function,
+                     compiled.packed_metadata, None, None, None, *tensors, *self.scalars,
+                     *self.constexprs)
+
+
+class Capture:
+    """What a call launched (run_kernel's launches, in order), the workspaces it allocated
+    through workspace(), and whether it can be replayed from that record at all."""
+
+    def __init__(self):
+        self.launches: list[Launch] = []
+        self.workspaces: list[torch.Tensor] = []
+        self.recordable = True
+
+
+# The active Capture of this thread (autograd runs backward on threads of its own).
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def capture():
+    """Record the kernel launches this thread makes inside the block."""
+    previous = getattr(_local, "capture", None)
+    _local.capture = Capture()
+    try:
+        yield _local.capture
+    finally:
+        _local.capture = previous
+
+
+def workspace(shape: tuple, dtype: torch.dtype, device) -> torch.Tensor:
+    """torch.empty for scratch memory a launch sequence needs, registered with an active
+    capture so a replay allocates its own."""
+    t = torch.empty(shape, dtype=dtype, device=device)
+    if getattr(_local, "capture", None) is not None:
+        _local.capture.workspaces.append(t)
+    return t
+
+
+def current_device() -> int:
+    return _driver.active.get_current_device()
+
+
+def current_stream(device: int):
+    return _driver.active.get_current_stream(device)
+
+
+def _scratch(size: int, alignment: int, stream):
+    """Global memory for device-side tensor descriptors (128 bytes per descriptor)."""
+    return torch.empty(size, dtype=torch.int8, device="cpu" if INTERPRETER else "cuda")
+
+
+def ensure_allocator() -> None:
+    """Kernels with device-side tensor descriptors need triton's allocator; install ours
+    unless one is set. The allocator is per thread (a ContextVar), and autograd runs
+    backward on its own threads, so every launch path calls this."""
+    if _allocation._allocator.get() is _allocation._NULL_ALLOCATOR:
+        triton.set_allocator(_scratch)
 
 
 _last = {"config": None}
@@ -174,6 +256,15 @@ def tuned_configs() -> dict:
 
 def record(config, family: str) -> None:
     _last["config"] = (config, family)  # named on demand: naming costs ~10 us per call
+
+
+def current_record():
+    """The (config, family) record last_config() names; restore_record() puts it back."""
+    return _last["config"]
+
+
+def restore_record(config_record) -> None:
+    _last["config"] = config_record
 
 
 def last_config() -> str | None:

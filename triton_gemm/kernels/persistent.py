@@ -18,8 +18,8 @@ import triton
 import triton.language as tl
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch, make_tuners,
-                     tuning_args)
+from .common import (AUTOTUNE, INTERPRETER, dot_precision, ensure_allocator, epilogue_input,
+                     launch, make_tuners, tuning_args)
 from .epilogue import apply_activation
 
 # TMA requires 16-byte aligned base addresses and row strides.
@@ -110,18 +110,6 @@ _TUNED = make_tuners(_persistent_kernel, "persistent",
                      configs.persistent_prune)
 
 
-def _scratch(size: int, alignment: int, stream):
-    """Global memory for device-side tensor descriptors (128 bytes per descriptor)."""
-    return torch.empty(size, dtype=torch.int8, device="cpu" if INTERPRETER else "cuda")
-
-
-def _ensure_allocator() -> None:
-    """Device-side descriptors need triton's allocator; install ours unless one is set."""
-    from triton.runtime import _allocation
-    if _allocation._allocator.get() is _allocation._NULL_ALLOCATOR:
-        triton.set_allocator(_scratch)
-
-
 @functools.lru_cache(maxsize=None)
 def _num_sms(device_index: int) -> int:
     if INTERPRETER:
@@ -180,7 +168,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     half = a.dtype in (torch.float16, torch.bfloat16)
     b_k_major = _b_k_major(b)
     num_sms = _num_sms(a.device.index or 0)
-    _ensure_allocator()
+    ensure_allocator()
     tuning = tuning_args(m, n, k, a, b)
     args = (a, b, out, d, m, n, k, a.stride(0), b.stride(0), b.stride(1), out.stride(0),
             d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)

@@ -16,7 +16,7 @@ import triton.language as tl
 
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch, make_tuners,
-                     needs_int64, run_kernel, tuning_args)
+                     needs_int64, run_kernel, tuning_args, workspace)
 from .epilogue import apply_activation
 
 
@@ -137,7 +137,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.splitk_default_config(family, m, n, k)
     max_split = config.kwargs["SPLIT"] if config else _MAX_SPLIT[family]
-    work = torch.empty((max_split, m, n), dtype=torch.float32, device=a.device)
+    work = workspace((max_split, m, n), torch.float32, a.device)
     tuning = tuning_args(m, n, k, a, b)
     args = (a, b, work, m, n, k, *a.stride(), *b.stride(), *tuning)
     meta = dict(PRECISION=dot_prec, HAS_D=has_d,

@@ -1,0 +1,141 @@
+"""launch_cache: which calls are recorded, what a replay launches, and (GPU) that replayed
+calls give the same answers as planned ones across signatures that must not share a record."""
+
+import pytest
+import torch
+
+from conftest import gpu_only, randn
+from triton_gemm import launch_cache
+from triton_gemm.kernels import common
+from triton_gemm.tolerances import assert_close
+
+
+class _FakeCompiled:
+    """Stands in for a triton CompiledKernel: records what each run() was given."""
+
+    function = "fn"
+    packed_metadata = "meta"
+
+    def __init__(self):
+        self.calls = []
+
+    def run(self, gx, gy, gz, stream, function, metadata, launch_meta, enter, exit_, *args):
+        self.calls.append(((gx, gy, gz), stream, args))
+
+
+def _operands():
+    a, b, out, d = (torch.zeros(1, 4, 4) for _ in range(4))
+    return a, b, out, d
+
+
+def _record(*launch_tensors, workspaces=(), recordable=True):
+    record = common.Capture()
+    record.recordable = recordable
+    record.workspaces = list(workspaces)
+    compiled = _FakeCompiled()
+    for tensors in launch_tensors:
+        record.launches.append(common.Launch(compiled, (3, 1, 1), tensors, (7, 0.5), ("c",)))
+    return record, compiled
+
+
+def test_launch_tensors_map_to_operands_by_address_and_workspaces_by_identity():
+    a, b, out, d = _operands()
+    work = torch.zeros(2, 4, 4)
+    record, _ = _record((a[0], b[0, :, :3], work), (work, out, d.expand(1, 4, 4)),
+                        workspaces=[work])
+    recipe = launch_cache._recipe(record, (a, b, out, d))
+    assert recipe.slots == ((0, 1, 4), (4, 2, 3))
+    assert recipe.workspaces == (((2, 4, 4), torch.float32),)
+    assert all(launch.tensors == () for launch in recipe.launches)  # no tensors kept
+
+
+@pytest.mark.parametrize("case", ["aliased operands", "staged copy", "offset view",
+                                  "tuning run", "no launch"])
+def test_calls_that_cannot_be_replayed_are_not_recorded(case):
+    a, b, out, d = _operands()
+    operands = (a, b, out, d)
+    record, _ = _record((a, b, out))
+    if case == "aliased operands":
+        operands = (a, a, out, None)
+    elif case == "staged copy":
+        record, _ = _record((a.clone(), b, out))
+    elif case == "offset view":
+        record, _ = _record((a[:, 1:], b, out))
+    elif case == "tuning run":
+        record.recordable = False
+    else:
+        record, _ = _record()
+    assert launch_cache._recipe(record, operands) is None
+
+
+def test_replay_launches_the_new_operands_with_fresh_workspaces(monkeypatch):
+    a, b, out, d = _operands()
+    work = torch.zeros(2, 4, 4)
+    record, compiled = _record((a, work), (work, out, d), workspaces=[work])
+    monkeypatch.setattr(common, "_last", {"config": None})  # the fake records stay here
+    common.record("cfg", "half")
+    recipe = launch_cache._recipe(record, (a, b, out, d))
+    monkeypatch.setattr(common, "current_stream", lambda device: "stream")
+    monkeypatch.setattr(common, "ensure_allocator", lambda: None)
+    common.record("other", "half")
+    a2, b2, out2, d2 = _operands()
+    launch_cache._replay(recipe, (a2, b2, out2, d2), device=0)
+    (first, second) = compiled.calls
+    assert first[0] == (3, 1, 1) and first[1] == "stream"
+    assert first[2][0] is a2 and first[2][2:] == (7, 0.5, "c")
+    new_work = first[2][1]
+    assert new_work is not work and new_work.shape == work.shape
+    assert second[2][:3] == (new_work, out2, d2)
+    assert common.current_record() == ("cfg", "half")
+
+
+def test_signature_separates_alignment_strides_and_scalars():
+    a = torch.zeros(1, 8, 32, dtype=torch.float16)
+    b, out = torch.zeros(1, 32, 8, dtype=torch.float16), torch.zeros(1, 8, 8)
+    storage = torch.zeros(8 * 32 + 1, dtype=torch.float16)
+    shifted = storage[1:].view(1, 8, 32)
+
+    def sig(a_, b_, alpha=1.0, d=None):
+        return launch_cache.signature(a_, b_, out, d, alpha, 0.0, "half", 0, 0)
+
+    base = sig(a, b)
+    assert sig(torch.zeros_like(a), torch.zeros_like(b)) == base
+    assert sig(shifted, b) != base                         # 16-byte alignment
+    assert sig(a, b.transpose(1, 2).contiguous().transpose(1, 2)) != base  # layout
+    assert sig(a, b, alpha=2.0) != base
+    assert sig(a, b, d=out) != base
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_replayed_calls_match_float64_across_signatures(dtype):
+    """A sequence of calls that reuse and alternate signatures (misaligned views, K-major
+    B, D epilogue, a split-K shape, a persistent shape, the same tensor as A and B): each
+    call's poisoned output matches float64, and repeats are replays."""
+    precision = "half" if dtype == torch.float16 else "ieee"
+    storage = randn(512 * 512 + 8, dtype=dtype)
+    square = randn(1, 512, 512, dtype=dtype)
+    cases = {
+        "plain": (randn(1, 96, 80, dtype=dtype), randn(1, 80, 72, dtype=dtype), None),
+        "misaligned": (storage[1:1 + 96 * 80].view(1, 96, 80), randn(1, 80, 72, dtype=dtype),
+                       None),
+        "k-major B": (randn(1, 96, 80, dtype=dtype), randn(1, 72, 80, dtype=dtype).mT, None),
+        "D epilogue": (randn(1, 96, 80, dtype=dtype), randn(1, 80, 72, dtype=dtype),
+                       randn(1, 1, 72, dtype=dtype).expand(1, 96, 72)),
+        "split-K": (randn(1, 16, 2048, dtype=dtype), randn(1, 2048, 256, dtype=dtype), None),
+        "persistent": (randn(1, 2048, 512, dtype=dtype), randn(1, 512, 2048, dtype=dtype),
+                       None),
+        "A is B": (square, square, None),
+    }
+    launch_cache.clear()
+    for name in ["plain", "misaligned", "plain", "k-major B", "D epilogue", "split-K",
+                 "misaligned", "persistent", "A is B", "k-major B", "split-K", "D epilogue",
+                 "persistent", "A is B"]:
+        a, b, d = cases[name]
+        a, b = a.clone() if name == "plain" else a, b  # fresh addresses each time
+        out = torch.full((1, a.shape[1], b.shape[2]), float("nan"), dtype=dtype,
+                         device=a.device)
+        launch_cache.run(a, b, out, d, alpha=1.5, beta=0.5, precision=precision)
+        ref = 1.5 * (a.double() @ b.double()) + (0 if d is None else 0.5 * d.double())
+        assert_close(out, ref, dtype, None if dtype != torch.float32 else "ieee", name)
+    assert launch_cache.stats["replayed"] >= 6
