@@ -107,6 +107,7 @@ def main(argv=None) -> None:
         ("plain kernel, pinned config", lambda: plain.matmul_3d(
             a3, b3, out, precision=prec, config=configs.default_config(family))),
         ("one-argument triton kernel", lambda: _tiny_kernel[(1,)](out)),
+        ("triton_gemm.linear fwd, grad on", lambda: triton_gemm.linear(x, w, bias)),
         ("F.linear fwd+bwd (torch)", train(torch.nn.functional.linear)),
         ("triton_gemm.linear fwd+bwd", train(triton_gemm.linear)),
     ]
@@ -122,8 +123,13 @@ def main(argv=None) -> None:
         prof.enable()
         for _ in range(500):
             triton_gemm.matmul(a, b)
-        for _ in range(200):
-            train(triton_gemm.linear)()
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU]) as torch_prof:
+            for _ in range(50):
+                train(triton_gemm.linear)()
+            torch.cuda.synchronize()
+        print(torch_prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20,
+                                              max_name_column_width=50))
         prof.disable()
         torch.cuda.synchronize()
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
