@@ -226,3 +226,26 @@ def test_operands_on_a_second_gpu():
     out = tg.matmul(a, b, precision="ieee")
     assert out.device == a.device
     assert_close(out, a.double() @ b.double(), torch.float32, "ieee", "cuda:1")
+
+
+@requires_kernels
+@pytest.mark.parametrize("bias_shape", [(6,), ()], ids=["vector-bias", "scalar-bias"])
+def test_linear_is_one_autograd_node_with_float64_gradients(bias_shape):
+    """Eager linear records a single node (no view/expand nodes around the GEMM) and gives
+    float64 gradients for a 3-D input, a vector or scalar bias, a fused activation, and
+    through create_graph=True a second derivative."""
+    x = randn(2, 3, 8).requires_grad_(True)
+    w, bias = randn(6, 8).requires_grad_(True), randn(*bias_shape).requires_grad_(True)
+    out = tg.linear(x, w, bias, activation="gelu", precision="ieee")
+    assert type(out.grad_fn).__name__ == "_EagerLinearBackward"
+    cotangent = randn(2, 3, 6)
+    grads = torch.autograd.grad((out * cotangent).sum(), (x, w, bias), create_graph=True)
+    (second,) = torch.autograd.grad(grads[0].square().sum(), w)
+    leaves = [t.detach().double().requires_grad_(True) for t in (x, w, bias)]
+    ref = torch.nn.functional.gelu(torch.nn.functional.linear(*leaves))
+    ref_grads = torch.autograd.grad((ref * cotangent.double()).sum(), leaves, create_graph=True)
+    (ref_second,) = torch.autograd.grad(ref_grads[0].square().sum(), leaves[1])
+    for name, got, expected in zip(("x", "weight", "bias"), grads, ref_grads):
+        assert got.shape == expected.shape
+        assert_close(got, expected, torch.float32, "ieee", f"grad {name}")
+    assert_close(second, ref_second, torch.float32, "ieee", "second derivative")

@@ -216,11 +216,7 @@ def linear(input, weight, bias=None, *, activation=None, precision=None):
         raise ValueError(f"linear(): 'bias' must have shape ({n},) to match weight's "
                          f"out_features, got {tuple(bias.shape)}")
     prec = resolve_precision(precision, input.dtype)
-    a = input.reshape(1, -1, k)
-    d = None if bias is None else bias.expand(1, a.shape[1], n)
-    c = _mm3(a, weight.t().unsqueeze(0), precision=prec, d=d, beta=1.0,
-             activation=activation or "none")
-    return c.reshape(*input.shape[:-1], n)
+    return ops.linear(input, weight, bias, prec, activation or "none")
 
 
 def tuned_configs() -> dict:
