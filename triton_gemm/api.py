@@ -59,6 +59,20 @@ def _checked(fn: str, names: tuple[str, ...], tensors: tuple) -> tuple:
     """Every entry point's operands: type checks, autocast, then dtype and device checks.
     Returns the operands to use (cast under autocast)."""
     tensors = _autocast(fn, names, tensors)
+    first = tensors[0]
+    dtype, device = first.dtype, first.device
+    if dtype not in SUPPORTED_DTYPES or any(t.dtype != dtype or t.device != device
+                                            for t in tensors[1:]):
+        _explain_mismatch(fn, names, tensors)
+    if device.type != "cuda" and not _kernel.INTERPRETER:
+        raise ValueError(f"{fn}(): tensors are on {device}, but triton_gemm runs on CUDA "
+                         f"devices; move them with .cuda(), or set TRITON_INTERPRET=1 before "
+                         f"importing triton_gemm to run in Triton's (slow) CPU interpreter")
+    return tensors
+
+
+def _explain_mismatch(fn: str, names: tuple[str, ...], tensors: tuple) -> None:
+    """Raise the error for operands of an unsupported dtype or of mixed dtypes/devices."""
     for name, t in zip(names, tensors):
         _check_dtype(fn, name, t)
     first = tensors[0]
@@ -69,11 +83,6 @@ def _checked(fn: str, names: tuple[str, ...], tensors: tuple) -> tuple:
         if t.device != first.device:
             raise ValueError(f"{fn}(): '{names[0]}' is on {first.device} but '{name}' is on "
                              f"{t.device}; move both to the same device")
-    if first.device.type != "cuda" and not _kernel.INTERPRETER:
-        raise ValueError(f"{fn}(): tensors are on {first.device}, but triton_gemm runs on CUDA "
-                         f"devices; move them with .cuda(), or set TRITON_INTERPRET=1 before "
-                         f"importing triton_gemm to run in Triton's (slow) CPU interpreter")
-    return tensors
 
 
 def _check_scalar(fn: str, name: str, value) -> float:
@@ -123,6 +132,10 @@ def bmm(input, mat2, *, precision=None):
 def matmul(input, other, *, precision=None):
     """As torch.matmul: 1-D, 2-D and batched N-D operands with batch broadcasting."""
     input, other = _checked("matmul", ("input", "other"), (input, other))
+    if input.dim() == 2 and other.dim() == 2 and input.shape[1] == other.shape[0]:
+        # The common case first: one product, no reshaping.
+        prec = resolve_precision(precision, input.dtype)
+        return _mm3(input.unsqueeze(0), other.unsqueeze(0), precision=prec)[0]
     if input.dim() == 0 or other.dim() == 0:
         raise ValueError(f"matmul(): both arguments need at least 1 dimension, got "
                          f"{input.dim()}-D 'input' and {other.dim()}-D 'other' "
