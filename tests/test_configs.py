@@ -70,8 +70,11 @@ class _FakeLauncher:
         return run
 
 
-def test_launch_tunes_once_per_key_then_runs_the_kernel_with_the_tuned_config():
+def test_launch_tunes_once_per_key_then_runs_the_kernel_with_the_tuned_config(monkeypatch):
     from triton_gemm.kernels import common
+    # The fakes are launched the interpreter's way (kernel[grid]): no compiled kernels.
+    monkeypatch.setattr(common, "INTERPRETER", True)
+    monkeypatch.setattr(common, "_chosen", {})
     tuned = configs.configs("half")[0]
     kernel, tuner = _FakeLauncher(), _FakeLauncher(tuned)
     meta = {"HAS_D": False}
