@@ -249,3 +249,12 @@ def test_linear_is_one_autograd_node_with_float64_gradients(bias_shape):
         assert got.shape == expected.shape
         assert_close(got, expected, torch.float32, "ieee", f"grad {name}")
     assert_close(second, ref_second, torch.float32, "ieee", "second derivative")
+
+
+def test_unsupported_autocast_dtype_is_a_clear_error(monkeypatch):
+    """torch itself disables autocast for most unsupported dtypes; any other autocast dtype
+    than fp16/bf16 reaching triton_gemm is refused by name."""
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type=None: True)
+    monkeypatch.setattr(torch, "get_autocast_dtype", lambda device_type: torch.float64)
+    with pytest.raises(TypeError, match="autocast dtype torch.float64 is not supported"):
+        tg.linear(torch.ones(2, 3, device=DEVICE), torch.ones(4, 3, device=DEVICE))
