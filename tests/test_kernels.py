@@ -220,3 +220,20 @@ def test_launch_fast_path_follows_alignment_and_sizes():
         kernel.matmul_3d(a, b[:, :k], out, precision="half")
         assert_close(out, a.double() @ b[:, :k].double(), torch.float16, None,
                      f"offset {offset}, K {k}")
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_copy_kernel_zero_fills_and_transposes(dtype):
+    """kernels/copy.py, the dispatcher's staging: a column-major source lands row-major in
+    the top-left corner of an uninitialised buffer, the rest exactly zero; copying back into
+    a poisoned strided view restores the source bit for bit."""
+    from triton_gemm.kernels.copy import copy_into, padded_copy
+    src = randn(2, 70, 33, dtype=dtype).transpose(1, 2)      # (2, 33, 70), column-major
+    staged = padded_copy(src, (2, 48, 80))
+    expected = torch.zeros(2, 48, 80, dtype=dtype, device=src.device)
+    expected[:, :33, :70] = src
+    assert staged.is_contiguous() and torch.equal(staged, expected)
+    back = torch.full((2, 70, 33), float("nan"), dtype=dtype, device=src.device).transpose(1, 2)
+    copy_into(staged[:, :33, :70], back)
+    assert torch.equal(back, src)

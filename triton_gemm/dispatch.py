@@ -31,7 +31,8 @@ import torch
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
-from .kernels.common import INTERPRETER
+from .kernels.common import INTERPRETER, workspace
+from .kernels.copy import copy_into, padded_copy
 
 # Elements a leading stride and a masked extent must be multiples of for 16-byte vector
 # loads of every dtype (Triton specialises integer arguments divisible by 16).
@@ -124,23 +125,12 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan):
     n = b.shape[2]
     kp, np_ = (_round_up(k), _round_up(n)) if p.pad else (k, n)
     if p.pad or p.a_k_major:
-        a2 = a.new_empty(batch, m, kp)
-        a2[:, :, :k] = a
-        a2[:, :, k:] = 0
-        a = a2
+        a = padded_copy(a, (batch, m, kp))
     if p.pad or p.b_k_major:
         if p.b_k_major:
-            bt = b.new_empty(batch, np_, kp)
-            bt[:, :n, :k] = b.transpose(1, 2)
-            bt[:, :n, k:] = 0
-            bt[:, n:, :] = 0
-            b = bt.transpose(1, 2)
+            b = padded_copy(b.transpose(1, 2), (batch, np_, kp)).transpose(1, 2)
         else:
-            b2 = b.new_empty(batch, kp, np_)
-            b2[:, :k, :n] = b
-            b2[:, k:, :] = 0
-            b2[:, :k, n:] = 0
-            b = b2
+            b = padded_copy(b, (batch, kp, np_))
     return a, b
 
 
@@ -167,12 +157,12 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
         target = out
         if p.pad and not _persistent.supports(a[0], b[0], out[0], precision):
             # The padded copies are TMA-aligned; the output gets an aligned buffer too.
-            target = out.new_empty(1, out.shape[1], b.shape[2])[:, :, :n]
+            target = workspace((1, out.shape[1], b.shape[2]), out.dtype, out.device)[:, :, :n]
         if _persistent.supports(a[0], b[0], target[0], precision):
             _persistent.matmul_2d(a[0], b[0, :, :n], target[0], d2, alpha=alpha, beta=beta,
                                   precision=precision, activation=activation)
             if target is not out:
-                out.copy_(target)
+                copy_into(target, out)
             return out
     return _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
                              activation=activation)

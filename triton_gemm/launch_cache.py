@@ -6,10 +6,10 @@ arguments and specialisation) depends only on the operands' shapes, strides, dty
 16-byte alignment and device, and on alpha, beta, precision and activation: the signature.
 The first call of a signature runs through dispatch.run with its launches recorded
 (kernels/common.capture); when every tensor those launches touch is an operand of the
-call (at the same address) or scratch allocated through common.workspace, the record is
-kept, and later calls of the signature launch the same compiled kernels on their own
-operands. Calls that stage copies, or are being tuned, are not kept and always take
-dispatch.run.
+call or scratch allocated through common.workspace (split-K partials, padded and K-major
+staged copies made by kernels/copy.py), each at its start address, the record is kept, and
+later calls of the signature allocate fresh scratch and launch the same compiled kernels on
+their own operands. Calls being tuned are not kept and take dispatch.run again.
 
 Why: each eager GEMM spent 70-160 us of host time on the H100 machine's CPU
 (perf/overhead.py) against 12-25 us for torch.matmul, and a GPT-2-small training step
@@ -100,21 +100,21 @@ def _recipe(record: common.Capture, operands: tuple) -> Optional[Recipe]:
     """The replayable form of a recorded call, or None when it cannot be replayed: nothing
     or a tuning run was recorded, operands share an address (which operand a pointer
     stands for would be ambiguous), or a launch touched memory that is neither an operand
-    nor a workspace (a staged copy)."""
+    nor a workspace."""
     if not record.recordable or not record.launches:
         return None
+    # Every tensor a launch takes starts where an operand or a workspace starts (views at
+    # offset 0: a[0], a transposed staged copy), so an address names it.
+    present = [t for t in operands if t is not None] + record.workspaces
     addresses = {t.data_ptr(): i for i, t in enumerate(operands) if t is not None}
-    if len(addresses) != sum(t is not None for t in operands):
+    addresses.update({t.data_ptr(): len(operands) + i for i, t in enumerate(record.workspaces)})
+    if len(addresses) != len(present):
         return None
-    scratch = {id(t): len(operands) + i for i, t in enumerate(record.workspaces)}
     slots = []
     for launch in record.launches:
-        launch_slots = []
-        for t in launch.tensors:
-            slot = scratch.get(id(t), addresses.get(t.data_ptr()))
-            if slot is None:
-                return None
-            launch_slots.append(slot)
+        launch_slots = [addresses.get(t.data_ptr()) for t in launch.tensors]
+        if None in launch_slots:
+            return None
         slots.append(tuple(launch_slots))
     # The recipe keeps compiled kernels, never tensors.
     launches = tuple(launch._replace(tensors=()) for launch in record.launches)
