@@ -230,8 +230,8 @@ def test_copy_kernel_zero_fills_and_transposes(dtype):
     a poisoned strided view restores the source bit for bit."""
     from triton_gemm.kernels.copy import copy_into, padded_copy
     src = randn(2, 70, 33, dtype=dtype).transpose(1, 2)      # (2, 33, 70), column-major
-    staged = padded_copy(src, (2, 48, 80))
-    expected = torch.zeros(2, 48, 80, dtype=dtype, device=src.device)
+    staged = padded_copy(src, (2, 80, 96))          # 2 x 2 tiles per batch entry
+    expected = torch.zeros(2, 80, 96, dtype=dtype, device=src.device)
     expected[:, :33, :70] = src
     assert staged.is_contiguous() and torch.equal(staged, expected)
     back = torch.full((2, 70, 33), float("nan"), dtype=dtype, device=src.device).transpose(1, 2)

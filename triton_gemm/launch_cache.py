@@ -35,13 +35,10 @@ ENABLED = os.environ.get("TRITON_GEMM_LAUNCH_CACHE", "1") != "0" and not common.
 # signatures than this is rare, and each miss only costs the planned path once).
 MAX_ENTRIES = 4096
 
-# Pool index of each operand in a recipe's slots; workspaces follow.
-A, B, OUT, D = range(4)
-
-
 class Recipe(NamedTuple):
     launches: tuple          # common.Launch, in order
-    slots: tuple             # per launch, per pointer argument: its pool index
+    slots: tuple             # per launch, per pointer argument: its pool index (a, b, out,
+                             # d, then the workspaces)
     workspaces: tuple        # (shape, dtype) of each scratch tensor, pool index 4, 5, ...
     config: object           # common's record of the config that ran (for last_config())
 
@@ -87,8 +84,9 @@ def run(a, b, out, d=None, *, alpha: float = 1.0, beta: float = 0.0, precision: 
 
 def _replay(recipe: Recipe, operands: tuple, device: int) -> None:
     pool = list(operands)
+    device_of_out = operands[2].device
     for shape, dtype in recipe.workspaces:
-        pool.append(torch.empty(shape, dtype=dtype, device=operands[OUT].device))
+        pool.append(torch.empty(shape, dtype=dtype, device=device_of_out))
     stream = common.current_stream(device)
     common.ensure_allocator()
     for launch, slots in zip(recipe.launches, recipe.slots):

@@ -40,16 +40,25 @@ def gemm_impl(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha
 gemm = torch.library.custom_op("triton_gemm::gemm", mutates_args=())(gemm_impl)
 
 
+def _operator_only() -> bool:
+    """torch.compile is tracing or torch.func transforms run: only the operator will do."""
+    return torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
+
+
+def _records(*tensors) -> bool:
+    """Autograd will record an op on these tensors (None entries allowed)."""
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
 def apply(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha: float,
           beta: float, precision: str, activation: str = "none") -> torch.Tensor:
     """The product through the cheapest route that gives the caller what it needs: the
     operator while torch.compile traces or torch.func transforms run, an autograd.Function
     with the operator's gradients when autograd records in eager mode (the operator's own
     autograd adds dispatcher and wrapper cost on every call), else the implementation."""
-    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
+    if _operator_only():
         return gemm(a, b, d, alpha, beta, precision, activation)
-    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad
-                                    or (d is not None and d.requires_grad)):
+    if _records(a, b, d):
         return _EagerGemm.apply(a, b, d, alpha, beta, precision, activation)
     return gemm_impl(a, b, d, alpha, beta, precision, activation)
 
@@ -111,10 +120,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     None or (N,) / ()). Where autograd records in eager mode, one autograd node
     (_EagerLinear) instead of the operator's node plus a node per reshape, transpose and
     expand: each node costs the autograd engine several microseconds per step."""
-    if torch.is_grad_enabled() and not (torch.compiler.is_compiling()
-                                        or torch._C._are_functorch_transforms_active()):
-        if x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad):
-            return _EagerLinear.apply(x, weight, bias, precision, activation)
+    if not _operator_only() and _records(x, weight, bias):
+        return _EagerLinear.apply(x, weight, bias, precision, activation)
     return _linear(x, weight, bias, precision, activation, apply)
 
 
@@ -145,9 +152,7 @@ class _EagerLinear(torch.autograd.Function):
         a = x.reshape(1, -1, k)
         grad = grad.reshape(1, -1, n)
         if ctx.activation != "none":
-            d = None if bias is None else bias.expand(1, a.shape[1], n)
-            z = apply(a, weight.t().unsqueeze(0), d, 1.0, 1.0 if d is not None else 0.0,
-                      ctx.precision)
+            z = _linear(x, weight, bias, ctx.precision, "none", apply).reshape(grad.shape)
             grad = (grad.float() * derivative(ctx.activation, z)).to(grad.dtype)
         grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:   # dX = dZ @ W

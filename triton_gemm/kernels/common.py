@@ -61,8 +61,7 @@ def launch(kernel, tuner, grid, args, meta, config, family: str, key: tuple):
     if config is None:
         chosen = _chosen.get((id(tuner), key))
         if chosen is None:
-            if getattr(_local, "capture", None) is not None:
-                _local.capture.recordable = False  # the autotuner launches on its own
+            not_recordable()  # the autotuner launches on its own
             tuner[grid](*args, **meta)
             config = tuner.best_config
             _chosen[(id(tuner), key)] = (config, config.all_kwargs())
@@ -109,8 +108,7 @@ def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
         # The interpreter has no compiled kernels; launch hooks (profilers) get triton's
         # own launch path and its metadata.
         kernel[grid](*args, **constexprs)
-        if getattr(_local, "capture", None) is not None:
-            _local.capture.recordable = False
+        not_recordable()
         return
     info = _pointer_args.get(id(kernel))
     if info is None:
@@ -181,6 +179,14 @@ def capture():
         yield _local.capture
     finally:
         _local.capture = previous
+
+
+def not_recordable() -> None:
+    """Mark the active capture (if any) as not replayable: work ran outside run_kernel's
+    compiled launches."""
+    record_to = getattr(_local, "capture", None)
+    if record_to is not None:
+        record_to.recordable = False
 
 
 def workspace(shape: tuple, dtype: torch.dtype, device) -> torch.Tensor:

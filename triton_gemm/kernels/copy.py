@@ -18,8 +18,6 @@ from .common import run_kernel, workspace
 # Tile per program: 64 x 64 elements (16 KB of fp32) with 4 warps, a tile transposed
 # through shared memory when source and destination are contiguous along different axes.
 _TILE = 64
-# CUDA caps the grid's third dimension (the batch here) at 65535.
-_MAX_BATCH = 65535
 
 
 @triton.jit
@@ -27,10 +25,14 @@ def _copy_kernel(src_ptr, dst_ptr, ROWS, COLS, DST_ROWS, DST_COLS,
                  s_b, s_r, s_c, d_b, d_r, d_c,
                  BR: tl.constexpr, BC: tl.constexpr):
     """dst[b, r, c] = src[b, r, c] for r < ROWS, c < COLS, else 0, over dst's
-    DST_ROWS x DST_COLS; any strides, 64-bit offsets."""
-    batch = tl.program_id(2).to(tl.int64)
-    rows = (tl.program_id(0) * BR + tl.arange(0, BR)).to(tl.int64)
-    cols = (tl.program_id(1) * BC + tl.arange(0, BC)).to(tl.int64)
+    DST_ROWS x DST_COLS; any strides, 64-bit offsets. One grid axis walks (batch, row tile,
+    column tile): the y and z axes would cap batch and tiles at 65535."""
+    pid = tl.program_id(0).to(tl.int64)
+    col_tiles = tl.cdiv(DST_COLS, BC)
+    tiles = tl.cdiv(DST_ROWS, BR) * col_tiles
+    batch = pid // tiles
+    rows = ((pid % tiles) // col_tiles) * BR + tl.arange(0, BR)
+    cols = ((pid % tiles) % col_tiles) * BC + tl.arange(0, BC)
     inside = (rows[:, None] < ROWS) & (cols[None, :] < COLS)
     x = tl.load(src_ptr + batch * s_b + rows[:, None] * s_r + cols[None, :] * s_c,
                 mask=inside, other=0.0)
@@ -45,11 +47,7 @@ def copy_into(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     dst_rows, dst_cols = dst.shape[1], dst.shape[2]
     if dst.numel() == 0:
         return dst
-    if batch > _MAX_BATCH:
-        dst.zero_()
-        dst[:, :rows, :cols] = src
-        return dst
-    grid = (triton.cdiv(dst_rows, _TILE), triton.cdiv(dst_cols, _TILE), batch)
+    grid = (batch * triton.cdiv(dst_rows, _TILE) * triton.cdiv(dst_cols, _TILE),)
     run_kernel(_copy_kernel, grid,
                (src, dst, rows, cols, dst_rows, dst_cols, *src.stride(), *dst.stride()),
                {"BR": _TILE, "BC": _TILE, "num_warps": 4})
