@@ -6,7 +6,7 @@
 #include "warp_tile.cuh"
 
 cudaError_t sgemm_double_buffer(LADDER_ARGS) {
-    // BM, BN, BK, WM, WN, WNITER, TM, TN, DOUBLE_BUFFER
-    return warp_tile::launch<128, 128, 8, 64, 32, 2, 4, 4, true>(M, N, K, alpha, A, B, beta, C,
+    // BM, BN, BK, WM, WN, WNITER, TM, TN, DOUBLE_BUFFER, MIN_BLOCKS (2 per SM)
+    return warp_tile::launch<128, 128, 8, 64, 32, 2, 4, 4, true, 2>(M, N, K, alpha, A, B, beta, C,
                                                                   vec, stream);
 }

@@ -8,7 +8,7 @@
 #include "warp_tile.cuh"
 
 cudaError_t sgemm_best_simt(LADDER_ARGS) {
-    // BM, BN, BK, WM, WN, WNITER, TM, TN, DOUBLE_BUFFER
-    return warp_tile::launch<128, 128, 16, 64, 64, 4, 8, 4, true>(M, N, K, alpha, A, B, beta, C,
+    // BM, BN, BK, WM, WN, WNITER, TM, TN, DOUBLE_BUFFER, MIN_BLOCKS (2 per SM)
+    return warp_tile::launch<128, 128, 16, 64, 64, 4, 8, 4, true, 2>(M, N, K, alpha, A, B, beta, C,
                                                                    vec, stream);
 }

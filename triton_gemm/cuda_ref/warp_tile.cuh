@@ -7,14 +7,17 @@
 // DOUBLE_BUFFER: two shared-memory stages; the next K tile is fetched into registers before
 // the current one is computed and written to the other stage afterwards, so global latency
 // hides behind the FMAs and one barrier per K step suffices.
+// MIN_BLOCKS: blocks per SM the register allocation must allow (__launch_bounds__). Without
+// it ptxas gave step 7's vector path 133 registers: 256 threads x 136 (allocation unit 8)
+// exceed half of the SM's 65536, so one block ran per SM instead of two.
 #pragma once
 #include "common.cuh"
 
 namespace warp_tile {
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN,
-          bool DOUBLE_BUFFER, bool VEC>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
+          bool DOUBLE_BUFFER, int MIN_BLOCKS, bool VEC>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
        const float* __restrict__ B, float beta, float* C) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
@@ -129,16 +132,16 @@ kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN,
-          bool DOUBLE_BUFFER>
+          bool DOUBLE_BUFFER, int MIN_BLOCKS>
 cudaError_t launch(int M, int N, int K, float alpha, const float* A, const float* B,
                    float beta, float* C, bool vec, cudaStream_t stream) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     dim3 grid(ladder::ceil_div(N, BN), ladder::ceil_div(M, BM));
     if (vec)
-        kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, DOUBLE_BUFFER, true>
+        kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, DOUBLE_BUFFER, MIN_BLOCKS, true>
             <<<grid, THREADS, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
     else
-        kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, DOUBLE_BUFFER, false>
+        kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, DOUBLE_BUFFER, MIN_BLOCKS, false>
             <<<grid, THREADS, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
     return cudaGetLastError();
 }
