@@ -1,11 +1,16 @@
-"""Sweep tile shapes of the warp-tiled SIMT kernel (triton_gemm/cuda_ref/warp_tile.cuh)
-against cuBLAS SGEMM in one run; the measurement behind the tiles of ladder steps 7 and 9.
+"""Sweep tile shapes and feeding schemes of the warp-tiled SIMT kernel
+(triton_gemm/cuda_ref/warp_tile.cuh) against cuBLAS SGEMM in one run: the measurement
+behind the tiles of ladder steps 7 and 9.
 
     python3 perf/tune_simt.py            # needs a CUDA GPU and nvcc
+
+Each variant is first checked against float64 on edge shapes (scalar and float4 paths,
+alpha/beta, output poisoned with NaN), then timed at 4096^3 and 8192^3.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -16,70 +21,104 @@ sys.path.insert(0, str(ROOT))
 
 from perf.bench import tflops  # noqa: E402
 from triton_gemm.cuda_ref import SOURCE_DIR  # noqa: E402
+from triton_gemm.tolerances import tolerance  # noqa: E402
 
-# BM, BN, BK, WM, WN, WNITER, TM, TN, MIN_BLOCKS (double-buffered);
+# BM, BN, BK, WM, WN, WNITER, TM, TN, MIN_BLOCKS, ASYNC_STAGES;
 # threads = (BM/WM)*(BN/WN)*32. MIN_BLOCKS caps registers at 65536 / (threads * MIN_BLOCKS).
+# ASYNC_STAGES 0: register-staged double buffer (warp_tile::launch, steps 7 and 9);
+# n >= 2: cp.async through n shared-memory stages (warp_tile::launch_async).
 VARIANTS = [
-    (128, 128, 8, 64, 32, 2, 4, 4, 1),     # step 7 uncapped (its ladder build took 133 registers)
-    (128, 128, 8, 64, 32, 2, 4, 4, 2),     # step 7 as built: <= 128 registers, 2 blocks/SM
-    (128, 128, 16, 64, 32, 2, 4, 4, 2),
-    (128, 128, 16, 64, 64, 4, 8, 4, 2),    # the public worklog's best tiles (step 9)
-    (128, 128, 16, 64, 64, 2, 8, 8, 2),
-    (128, 128, 16, 32, 64, 1, 8, 8, 1),
-    (128, 128, 16, 64, 32, 1, 8, 8, 1),
-    (128, 256, 8, 64, 64, 4, 8, 4, 1),
-    (256, 128, 8, 64, 64, 4, 8, 4, 1),
-    (64, 128, 16, 32, 64, 2, 4, 4, 2),
-    (128, 64, 16, 64, 32, 2, 4, 4, 2),
+    (128, 128, 8, 64, 32, 2, 4, 4, 1, 0),     # step 7 uncapped (its ladder build: 133 registers)
+    (128, 128, 8, 64, 32, 2, 4, 4, 2, 0),     # step 7 as built: <= 128 registers, 2 blocks/SM
+    (128, 128, 16, 64, 32, 2, 4, 4, 2, 0),
+    (128, 128, 16, 64, 64, 4, 8, 4, 2, 0),    # the public worklog's best tiles (step 9)
+    (128, 128, 16, 64, 64, 2, 8, 8, 2, 0),
+    (128, 128, 16, 32, 64, 1, 8, 8, 1, 0),
+    (128, 256, 8, 64, 64, 4, 8, 4, 1, 0),
+    (256, 128, 8, 64, 64, 4, 8, 4, 1, 0),
+    (128, 128, 8, 64, 32, 2, 4, 4, 2, 3),     # step 7's tiles fed by cp.async
+    (128, 128, 8, 64, 32, 2, 4, 4, 2, 4),
+    (128, 128, 16, 64, 32, 2, 4, 4, 2, 2),
+    (128, 128, 8, 64, 64, 4, 8, 4, 2, 3),     # step 9's warp tiles fed by cp.async
+    (128, 128, 8, 64, 64, 4, 8, 4, 2, 4),
+    (128, 128, 16, 64, 64, 4, 8, 4, 2, 2),
+    (128, 256, 8, 64, 64, 4, 8, 4, 1, 3),
 ]
+EDGE_SHAPES = [(1, 1, 1), (129, 65, 33), (300, 20, 129), (130, 260, 36)]
 
 
 def _source() -> str:
     lines = ['#include "ladder.cuh"', '#include "warp_tile.cuh"', ""]
-    for i, (bm, bn, bk, wm, wn, wniter, tm, tn, min_blocks) in enumerate(VARIANTS):
-        threads = (bm // wm) * (bn // wn) * 32
-        lines.append(
-            f"cudaError_t variant{i}(int M, int N, int K, float alpha, const float* A, "
-            f"const float* B, float beta, float* C, cudaStream_t s) {{\n"
-            f"  dim3 grid(ladder::ceil_div(N, {bn}), ladder::ceil_div(M, {bm}));\n"
-            f"  warp_tile::kernel<{bm}, {bn}, {bk}, {wm}, {wn}, {wniter}, {tm}, {tn}, true, "
-            f"{min_blocks}, true>"
-            f"<<<grid, {threads}, 0, s>>>(M, N, K, alpha, A, B, beta, C);\n"
-            f"  return cudaGetLastError();\n}}")
+    for i, (bm, bn, bk, wm, wn, wniter, tm, tn, min_blocks, stages) in enumerate(VARIANTS):
+        tiles = f"{bm}, {bn}, {bk}, {wm}, {wn}, {wniter}, {tm}, {tn}"
+        launcher = (f"launch_async<{tiles}, {stages}, {min_blocks}>" if stages
+                    else f"launch<{tiles}, true, {min_blocks}>")
+        lines.append(f"cudaError_t variant{i}(LADDER_ARGS) {{\n"
+                     f"  return warp_tile::{launcher}(M, N, K, alpha, A, B, beta, C, vec, "
+                     f"stream);\n}}")
     return "\n".join(lines)
 
 
 _BINDING = """
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/extension.h>
-#include <cuda_runtime_api.h>
+#include "ladder.cuh"
 %s
-void run_variant(int64_t i, torch::Tensor A, torch::Tensor B, torch::Tensor C) {
-    using Fn = cudaError_t (*)(int, int, int, float, const float*, const float*, float, float*,
-                               cudaStream_t);
+void run_variant(int64_t i, torch::Tensor A, torch::Tensor B, torch::Tensor C, double alpha,
+                 double beta, bool vec) {
+    using Fn = cudaError_t (*)(LADDER_ARGS);
     static const Fn table[] = {%s};
-    cudaError_t err = table[i](A.size(0), B.size(1), A.size(1), 1.f, A.data_ptr<float>(),
-                               B.data_ptr<float>(), 0.f, C.data_ptr<float>(),
+    cudaError_t err = table[i](A.size(0), B.size(1), A.size(1), alpha, A.data_ptr<float>(),
+                               B.data_ptr<float>(), beta, C.data_ptr<float>(), vec,
                                at::cuda::getCurrentCUDAStream());
     TORCH_CHECK(err == cudaSuccess, cudaGetErrorString(err));
 }
 """
 
 
-def main() -> int:
+def _build():
     from torch.utils.cpp_extension import load_inline
-    import triton.testing
-
     n = len(VARIANTS)
-    decls = "\n".join(f"cudaError_t variant{i}(int, int, int, float, const float*, const float*,"
-                      f" float, float*, cudaStream_t);" for i in range(n))
-    module = load_inline(
-        name="triton_gemm_tune_simt", cpp_sources=[_BINDING % (decls, ", ".join(
-            f"variant{i}" for i in range(n)))],
+    decls = "\n".join(f"cudaError_t variant{i}(LADDER_ARGS);" for i in range(n))
+    table = ", ".join(f"variant{i}" for i in range(n))
+    return load_inline(
+        name="triton_gemm_tune_simt", cpp_sources=[_BINDING % (decls, table)],
         cuda_sources=[_source()], functions=["run_variant"],
         extra_include_paths=[str(SOURCE_DIR)], extra_cuda_cflags=["-O3"])
+
+
+def _edge_error(module, i: int) -> float:
+    """Worst relative error over EDGE_SHAPES, scalar and (where aligned) float4 paths."""
+    worst = 0.0
+    for m, n, k in EDGE_SHAPES:
+        a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
+        c0 = torch.randn(m, n, device="cuda")
+        ref = 2.0 * (a.double() @ b.double()) - 0.5 * c0.double()
+        for vec in {False, k % 4 == 0 and n % 4 == 0}:
+            c = c0.clone()
+            module.run_variant(i, a, b, c, 2.0, -0.5, vec)
+            worst = max(worst, ((c.double() - ref).norm() / ref.norm()).item())
+            c.fill_(float("nan"))
+            module.run_variant(i, a, b, c, 1.0, 0.0, vec)  # beta = 0 never reads C
+            ref0 = a.double() @ b.double()
+            worst = max(worst, ((c.double() - ref0).norm() / ref0.norm()).item())
+    return worst
+
+
+def main() -> int:
+    import triton.testing
+
+    module = _build()
     torch.backends.cuda.matmul.allow_tf32 = False
+    tol = tolerance(torch.float32, "ieee")
     print(f"{torch.cuda.get_device_name()}: TFLOPS (ratio to cuBLAS SGEMM in this run)")
+    passed = []
+    for i, v in enumerate(VARIANTS):
+        err = _edge_error(module, i)
+        ok = math.isfinite(err) and err <= tol
+        print(f"  {v}: edge shapes err {err:.1e} {'ok' if ok else 'FAIL'}")
+        if ok:
+            passed.append(i)
     for size in (4096, 8192):
         a = torch.randn(size, size, device="cuda")
         b = torch.randn(size, size, device="cuda")
@@ -87,15 +126,15 @@ def main() -> int:
         cublas_ms = triton.testing.do_bench(lambda: a @ b, return_mode="median")
         base = tflops(size, size, size, cublas_ms)
         print(f"{size}^3 cuBLAS {base:.1f}")
-        for i, v in enumerate(VARIANTS):
+        for i in passed:
             c = torch.full((size, size), float("nan"), device="cuda")
-            module.run_variant(i, a, b, c)
+            module.run_variant(i, a, b, c, 1.0, 0.0, True)
             err = ((c.double() - ref).norm() / ref.norm()).item()
-            ms = triton.testing.do_bench(lambda: module.run_variant(i, a, b, c),
+            ms = triton.testing.do_bench(lambda: module.run_variant(i, a, b, c, 1.0, 0.0, True),
                                          return_mode="median")
             t = tflops(size, size, size, ms)
-            print(f"  {v}: {t:6.1f} ({t / base:.2f}x)  err {err:.1e}")
-    return 0
+            print(f"  {VARIANTS[i]}: {t:6.1f} ({t / base:.2f}x)  err {err:.1e}")
+    return 0 if len(passed) == len(VARIANTS) else 1
 
 
 if __name__ == "__main__":

@@ -15,29 +15,90 @@
 
 namespace warp_tile {
 
+// Where each lane's outputs sit in the block tile, and the two steps every variant shares:
+// one K tile of outer products out of shared memory, and the alpha/beta epilogue.
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN>
+struct Tiling {
+    static constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
+    static constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
+    static constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER, PAD = 4;
+    static_assert(WMITER >= 1 && (WSUBM / TM) * (WSUBN / TN) == 32, "sub-tile = 32 lanes");
+    static_assert(TM % 4 == 0 && TN % 4 == 0, "fragments load as float4");
+    using Acc = float[WMITER * TM][WNITER * TN];
+
+    int wrow, wcol, lrow, lcol;
+
+    __device__ __forceinline__ explicit Tiling(int tid) {
+        const int warp = tid / 32, lane = tid % 32;
+        wrow = (warp / (BN / WN)) * WM;
+        wcol = (warp % (BN / WN)) * WN;
+        lrow = (lane / (WSUBN / TN)) * TM;
+        lcol = (lane % (WSUBN / TN)) * TN;
+    }
+
+    // acc += As^T-tile x Bs-tile over BK steps; As is stored k-major (As[k][m]) so a lane's
+    // TM rows are consecutive words and load as float4.
+    __device__ __forceinline__ void compute(const float (*As)[BM + PAD],
+                                            const float (*Bs)[BN + PAD], Acc& acc) const {
+        float ra[WMITER * TM], rb[WNITER * TN];
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+                for (int i = 0; i < TM; i += 4)
+                    *reinterpret_cast<float4*>(&ra[wm * TM + i]) = *reinterpret_cast<const float4*>(
+                        &As[k][wrow + wm * WSUBM + lrow + i]);
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4)
+                    *reinterpret_cast<float4*>(&rb[wn * TN + j]) = *reinterpret_cast<const float4*>(
+                        &Bs[k][wcol + wn * WSUBN + lcol + j]);
+#pragma unroll
+            for (int i = 0; i < WMITER * TM; ++i)
+#pragma unroll
+                for (int j = 0; j < WNITER * TN; ++j) acc[i][j] += ra[i] * rb[j];
+        }
+    }
+
+    template <bool VEC>
+    __device__ __forceinline__ void store(float* C, int m0, int n0, int M, int N, const Acc& acc,
+                                          float alpha, float beta) const {
+#pragma unroll
+        for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                    for (int j = 0; j < TN; j += 4) {
+                        const float* a = &acc[wm * TM + i][wn * TN + j];
+                        ladder::store4<VEC>(C, m0 + wrow + wm * WSUBM + lrow + i,
+                                            n0 + wcol + wn * WSUBN + lcol + j, M, N,
+                                            make_float4(a[0], a[1], a[2], a[3]), alpha, beta);
+                    }
+    }
+};
+
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN,
           bool DOUBLE_BUFFER, int MIN_BLOCKS, bool VEC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
        const float* __restrict__ B, float beta, float* C) {
-    constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
-    constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
-    constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
-    constexpr int STAGES = DOUBLE_BUFFER ? 2 : 1, PAD = 4;
+    using T = Tiling<BM, BN, BK, WM, WN, WNITER, TM, TN>;
+    constexpr int THREADS = T::THREADS, PAD = T::PAD, STAGES = DOUBLE_BUFFER ? 2 : 1;
     constexpr int A_LOADS = BM * BK / 4 / THREADS, B_LOADS = BK * BN / 4 / THREADS;
-    static_assert(WMITER >= 1 && (WSUBM / TM) * (WSUBN / TN) == 32, "sub-tile = 32 lanes");
     static_assert(A_LOADS * THREADS * 4 == BM * BK && B_LOADS * THREADS * 4 == BK * BN,
                   "whole float4 loads per thread");
-    static_assert(TM % 4 == 0 && TN % 4 == 0, "fragments load as float4");
     __shared__ __align__(16) float As[STAGES][BK][BM + PAD];
     __shared__ __align__(16) float Bs[STAGES][BK][BN + PAD];
 
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int tid = threadIdx.x;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int wrow = (warp / (BN / WN)) * WM, wcol = (warp % (BN / WN)) * WN;
-    const int lrow = (lane / (WSUBN / TN)) * TM, lcol = (lane % (WSUBN / TN)) * TN;
+    const T tile(tid);
 
-    float acc[WMITER * TM][WNITER * TN] = {};
+    typename T::Acc acc = {};
     float4 a_next[A_LOADS], b_next[B_LOADS];
 
     auto fetch = [&](int k0) {
@@ -69,28 +130,6 @@ kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
             *reinterpret_cast<float4*>(&Bs[s][idx / (BN / 4)][(idx % (BN / 4)) * 4]) = b_next[i];
         }
     };
-    auto compute = [&](int s) {
-        float ra[WMITER * TM], rb[WNITER * TN];
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-#pragma unroll
-            for (int wm = 0; wm < WMITER; ++wm)
-#pragma unroll
-                for (int i = 0; i < TM; i += 4)
-                    *reinterpret_cast<float4*>(&ra[wm * TM + i]) = *reinterpret_cast<const float4*>(
-                        &As[s][k][wrow + wm * WSUBM + lrow + i]);
-#pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn)
-#pragma unroll
-                for (int j = 0; j < TN; j += 4)
-                    *reinterpret_cast<float4*>(&rb[wn * TN + j]) = *reinterpret_cast<const float4*>(
-                        &Bs[s][k][wcol + wn * WSUBN + lcol + j]);
-#pragma unroll
-            for (int i = 0; i < WMITER * TM; ++i)
-#pragma unroll
-                for (int j = 0; j < WNITER * TN; ++j) acc[i][j] += ra[i] * rb[j];
-        }
-    };
 
     const int tiles = ladder::ceil_div(K, BK);
     if (tiles > 0) {
@@ -102,11 +141,11 @@ kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
         const bool more = t + 1 < tiles;
         if (DOUBLE_BUFFER) {
             if (more) fetch((t + 1) * BK);
-            compute(t % STAGES);
+            tile.compute(As[t % STAGES], Bs[t % STAGES], acc);
             if (more) stash((t + 1) % STAGES);
             __syncthreads();
         } else {
-            compute(0);
+            tile.compute(As[0], Bs[0], acc);
             __syncthreads();
             if (more) {
                 fetch((t + 1) * BK);
@@ -115,20 +154,95 @@ kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
             __syncthreads();
         }
     }
+    tile.template store<VEC>(C, m0, n0, M, N, acc, alpha, beta);
+}
 
+// cp.async (sm_80+): global -> shared copies that bypass registers. src_bytes 0 writes zeros,
+// which is how tiles past the matrix edge are filled; src must still be a valid address.
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool inside) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src),
+                 "r"(inside ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool inside) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src),
+                 "r"(inside ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
+// The warp-tiled kernel fed by cp.async through STAGES shared-memory stages: no staging
+// registers (the register-staged kernel spends BM*BK/THREADS + BK*BN/THREADS of them), and
+// STAGES - 1 tiles in flight while one is computed. A is copied one word at a time into its
+// k-major (transposed) place, since a 16-byte copy cannot transpose; B moves 16 bytes per
+// copy when VEC allows. One barrier per K tile: a stage is refilled only after every warp
+// has passed the barrier that follows its last use.
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES,
+          int MIN_BLOCKS, bool VEC>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
+async_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
+             const float* __restrict__ B, float beta, float* C) {
+    using T = Tiling<BM, BN, BK, WM, WN, WNITER, TM, TN>;
+    constexpr int THREADS = T::THREADS, PAD = T::PAD;
+    constexpr int A_WORDS = BM * BK / THREADS, B_VECS = BK * BN / 4 / THREADS;
+    static_assert(STAGES >= 2, "one stage computes while the next lands");
+    static_assert(A_WORDS * THREADS == BM * BK && B_VECS * THREADS * 4 == BK * BN,
+                  "whole copies per thread");
+    static_assert(STAGES * BK * (BM + BN + 2 * PAD) * 4 <= 48 * 1024, "static shared memory");
+    __shared__ __align__(16) float As[STAGES][BK][BM + PAD];
+    __shared__ __align__(16) float Bs[STAGES][BK][BN + PAD];
+
+    const int tid = threadIdx.x;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const T tile(tid);
+    typename T::Acc acc = {};
+
+    auto issue = [&](int k0, int s) {
 #pragma unroll
-    for (int wm = 0; wm < WMITER; ++wm)
+        for (int i = 0; i < A_WORDS; ++i) {
+            // Consecutive lanes take consecutive k of one row: 32-byte global segments, and
+            // k-major shared addresses c * (BM + PAD) + r spread over the banks.
+            const int idx = tid + i * THREADS, r = idx / BK, c = idx % BK;
+            const bool inside = m0 + r < M && k0 + c < K;
+            cp_async4(&As[s][c][r], inside ? A + (size_t)(m0 + r) * K + k0 + c : A, inside);
+        }
 #pragma unroll
-        for (int i = 0; i < TM; ++i)
+        for (int i = 0; i < B_VECS; ++i) {
+            const int idx = tid + i * THREADS, r = idx / (BN / 4), c = (idx % (BN / 4)) * 4;
+            const int row = k0 + r, col = n0 + c;
+            if (VEC) {
+                const bool inside = row < K && col < N;
+                cp_async16(&Bs[s][r][c], inside ? B + (size_t)row * N + col : B, inside);
+            } else {
 #pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn)
-#pragma unroll
-                for (int j = 0; j < TN; j += 4) {
-                    const float* a = &acc[wm * TM + i][wn * TN + j];
-                    ladder::store4<VEC>(C, m0 + wrow + wm * WSUBM + lrow + i,
-                                        n0 + wcol + wn * WSUBN + lcol + j, M, N,
-                                        make_float4(a[0], a[1], a[2], a[3]), alpha, beta);
+                for (int j = 0; j < 4; ++j) {
+                    const bool inside = row < K && col + j < N;
+                    cp_async4(&Bs[s][r][c + j], inside ? B + (size_t)row * N + col + j : B,
+                              inside);
                 }
+            }
+        }
+    };
+
+    const int tiles = ladder::ceil_div(K, BK);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) issue(s * BK, s);
+        cp_async_commit();  // empty groups keep the count that cp_async_wait relies on
+    }
+    for (int t = 0; t < tiles; ++t) {
+        cp_async_wait<STAGES - 2>();  // this thread's copies of tile t have landed
+        __syncthreads();              // everyone's have; and stage (t - 1) % STAGES is free
+        const int next = t + STAGES - 1;
+        if (next < tiles) issue(next * BK, next % STAGES);
+        cp_async_commit();
+        tile.compute(As[t % STAGES], Bs[t % STAGES], acc);
+    }
+    tile.template store<VEC>(C, m0, n0, M, N, acc, alpha, beta);
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN,
@@ -142,6 +256,21 @@ cudaError_t launch(int M, int N, int K, float alpha, const float* A, const float
             <<<grid, THREADS, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
     else
         kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, DOUBLE_BUFFER, MIN_BLOCKS, false>
+            <<<grid, THREADS, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
+    return cudaGetLastError();
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES,
+          int MIN_BLOCKS>
+cudaError_t launch_async(int M, int N, int K, float alpha, const float* A, const float* B,
+                         float beta, float* C, bool vec, cudaStream_t stream) {
+    constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
+    dim3 grid(ladder::ceil_div(N, BN), ladder::ceil_div(M, BM));
+    if (vec)
+        async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, true>
+            <<<grid, THREADS, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
+    else
+        async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, false>
             <<<grid, THREADS, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
     return cudaGetLastError();
 }
