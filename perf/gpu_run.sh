@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call, logs under $OUT:
-#   bash perf/gpu_run.sh [tests] [sanitize] [overhead] [transformer] [quick] [report ARGS...]
+#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [overhead] [transformer] [quick] [report ARGS...]
 # tests: the GPU pytest suite (TESTS="paths" for a part of it); sanitize: compute-sanitizer memcheck over the CUDA ladder;
+# simt: the warp-tiled SIMT kernel sweep (perf/tune_simt.py);
 # overhead: host cost per eager call (perf/overhead.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,9 @@ while [ $# -gt 0 ]; do
             compute-sanitizer --tool memcheck --leak-check no python3 perf/sanitize_ladder.py \
                 > "$out/sanitizer.log" 2>&1
             status=$((status | $?)); tail -8 "$out/sanitizer.log" ;;
+        simt)
+            python3 perf/tune_simt.py > "$out/tune_simt.log" 2>&1
+            status=$((status | $?)); cat "$out/tune_simt.log" ;;
         overhead)
             { python3 perf/overhead.py --shape 256,256,256 --profile
               python3 perf/overhead.py --shape 2048,2048,2048
