@@ -22,20 +22,23 @@ INT_ARGS = ("M", "N", "K", "stride_am", "stride_bk", "stride_bn", "stride_cm", "
             "stride_dn", "M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT")
 
 
-def shared_bytes(dtype: str, precision: str, tile, has_d: bool) -> int:
+def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True) -> int:
     """Compile one config the way the GPU specialises it: pointers and sizes divisible by
-    16, and (the costly case) a D with unit column stride."""
+    16 (stride_cm not, for a pointer-stored C), and (the costly case) a D with unit column
+    stride."""
     _, bm, bn, bk, warps, stages, subtile = tile
     sig = {name: f"*{dtype}" for name in ("a_ptr", "b_ptr", "c_ptr", "d_ptr")}
     sig.update({name: "i32" for name in INT_ARGS})
     sig.update(alpha="fp32", beta="fp32")
     const = dict(PRECISION=precision, HAS_D=has_d, B_K_MAJOR=True, UPCAST=False, NUM_SMS=132,
+                 C_TMA=c_tma, ACTIVATION=0,
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile)
     if has_d:
         const["stride_dn"] = 1
     order = list(_persistent_kernel.arg_names)
     signature = {name: ("constexpr" if name in const else sig[name]) for name in order}
-    divisible = [n for n in order if n not in const and n not in ("stride_dm", "alpha", "beta")]
+    divisible = [n for n in order if n not in const
+                 and n not in ("stride_dm", "alpha", "beta") + (() if c_tma else ("stride_cm",))]
     src = ASTSource(_persistent_kernel, signature,
                     constexprs={(order.index(k),): v for k, v in const.items()},
                     attrs={(order.index(n),): [["tt.divisibility", 16]] for n in divisible})
@@ -46,11 +49,12 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool) -> int:
 
 def main() -> int:
     cases = {"half": [("fp16", "tf32")], "tf32": [("fp32", "tf32"), ("fp32", "tf32x3")]}
-    print("name: (bytes without D, bytes with D)")
+    print("name: ((TMA-stored C: bytes without D, with D), (pointer-stored C: ...))")
     for family, variants in cases.items():
         for tile in configs.persistent_tiles(family):
-            sizes = tuple(max(shared_bytes(dt, p, tile, has_d) for dt, p in variants)
-                          for has_d in (False, True))
+            sizes = tuple(tuple(max(shared_bytes(dt, p, tile, has_d, c_tma) for dt, p in variants)
+                                for has_d in (False, True))
+                          for c_tma in (True, False))
             print(f'    "{tile[0]}": {sizes},')
     return 0
 

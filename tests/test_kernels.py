@@ -152,14 +152,42 @@ def test_persistent_supports_only_tma_friendly_operands():
     assert not persistent.supports(h.t(), h, h, "half")  # A must be row-major
     odd = torch.empty(64, 63, dtype=torch.float16)
     assert not persistent.supports(odd, torch.empty(63, 64, dtype=torch.float16), h, "half")
+    assert persistent.supports(h, h, torch.empty(64, 67, dtype=torch.float16)[:, :64], "half")
+    assert not persistent.supports(h, h, h.t(), "half")  # out must be row-major
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"), (torch.bfloat16, "half"),
+                                             (torch.float32, "tf32x3")])
+def test_persistent_stores_an_unaligned_output_without_tma(dtype, precision):
+    """An output row stride TMA cannot take (not a multiple of 16 bytes) is stored by masked
+    pointer stores: the product with a D epilogue lands in the view, the columns beyond it
+    in the same rows stay untouched."""
+    m, n, k = (300, 270, 200) if DEVICE == "cuda" else (67, 45, 70)
+    a = aligned(m, k, dtype)
+    b = aligned(n, k, dtype).t() if dtype == torch.float32 else aligned(k, n, dtype)
+    d = randn(n, dtype=dtype)
+    storage = torch.full((m, n + 1), float("nan"), dtype=dtype, device=a.device)
+    out = storage[:, :n]
+    assert (out.stride(0) * out.element_size()) % 16 != 0
+    persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision)
+    ref = -(a.double() @ b.double()).cpu() + 2.0 * d.double().cpu()
+    assert_close(out, ref, dtype, None if precision == "half" else precision, "pointer store")
+    assert torch.isnan(storage[:, n:]).all()
 
 
 def test_every_persistent_config_has_a_measured_shared_memory_size():
+    """Both C stores measured; every config runs TMA-stored on the H100, and whatever the
+    epilogue, some config of each family fits (the defaults, which run untuned)."""
     for family in ("half", "tf32"):
         for tile in configs.persistent_tiles(family):
-            without_d, with_d = configs.PERSISTENT_SMEM[tile[0]]
+            (without_d, with_d), pointer_stored = configs.PERSISTENT_SMEM[tile[0]]
             assert without_d <= H100_SMEM, f"{tile[0]} cannot run on the H100"
-            assert with_d >= without_d
+            assert with_d >= without_d and len(pointer_stored) == 2
+        default = configs.persistent_default_config(family)
+        for has_d in (False, True):
+            for c_tma in (False, True):
+                assert configs.persistent_fits(default, family, has_d, H100_SMEM, c_tma)
 
 
 SPLITK_PINNED = [(family, tile, dtype, precision)

@@ -131,20 +131,22 @@ GROUP_M = 8
 INTERPRETER_TILE = ("interpreter", 32, 32, 16, 4, 1)
 
 
-# Shared memory (bytes without a D epilogue, with one) per persistent config, read from
-# triton.compile for sm_90 by perf/smem_probe.py (Triton 3.6; the worse of tf32/tf32x3).
-# A D epilogue costs a tile more because the pipeliner stages D's loads too.
+# Shared memory per persistent config, read from triton.compile for sm_90 by
+# perf/smem_probe.py (Triton 3.6; the worse of tf32/tf32x3): ((TMA-stored C: bytes without a
+# D epilogue, with one), (pointer-stored C: without, with)). With a TMA-stored C a D costs a
+# tile more because the pipeliner stages D's loads too; a pointer-stored C (unaligned output)
+# needs a layout-conversion buffer instead, which does not fit for pt_128x256x32_sub.
 PERSISTENT_SMEM = {
-    "p_128x256x64_sub": (180248, 213016),
-    "p_256x128x64_sub": (180248, 245784),
-    "p_128x256x64_s2": (163856, 196624),
-    "p_128x128x64": (163872, 196640),
-    "p_128x128x64_w4": (163872, 172064),
-    "pt_128x256x32_sub": (229408, 344088),
-    "pt_128x128x32_sub": (163896, 229408),
-    "pt_128x128x32": (163872, 229400),
-    "pt_128x128x32_w4": (163872, 229400),
-    "pt_128x64x32": (131104, 163872),
+    "p_128x256x64_sub": ((180248, 213016), (180248, 180248)),
+    "p_256x128x64_sub": ((180248, 245784), (213016, 213016)),
+    "p_128x256x64_s2": ((163856, 196624), (131088, 131088)),
+    "p_128x128x64": ((163872, 196640), (163872, 163872)),
+    "p_128x128x64_w4": ((163872, 172064), (139296, 139296)),
+    "pt_128x256x32_sub": ((229408, 344088), (278552, 278552)),
+    "pt_128x128x32_sub": ((163896, 229408), (196640, 196640)),
+    "pt_128x128x32": ((163872, 229400), (163864, 163864)),
+    "pt_128x128x32_w4": ((163872, 229400), (163864, 163864)),
+    "pt_128x64x32": ((131104, 163872), (131104, 131104)),
 }
 
 
@@ -316,8 +318,9 @@ def prune(configs_in, named_args, **kwargs):
                   a.element_size(), limit)
 
 
-def persistent_fits(config, family: str, has_d: bool, smem_limit: int) -> bool:
-    return PERSISTENT_SMEM[config_name(config, family)][int(has_d)] <= smem_limit
+def persistent_fits(config, family: str, has_d: bool, smem_limit: int,
+                    c_tma: bool = True) -> bool:
+    return PERSISTENT_SMEM[config_name(config, family)][int(not c_tma)][int(has_d)] <= smem_limit
 
 
 def persistent_prune(configs_in, named_args, **kwargs):
@@ -327,7 +330,8 @@ def persistent_prune(configs_in, named_args, **kwargs):
     limit = _shared_memory_limit(a.device.index if a.device.index is not None else 0)
     family = family_for(a.dtype, "tf32")
     fitting = [c for c in configs_in
-               if persistent_fits(c, family, bool(kwargs.get("HAS_D")), limit)]
+               if persistent_fits(c, family, bool(kwargs.get("HAS_D")), limit,
+                                  bool(kwargs.get("C_TMA", True)))]
     return select(fitting or list(configs_in), named_args["M"], named_args["N"],
                   named_args["K"], a.element_size(), limit)
 
@@ -335,4 +339,5 @@ def persistent_prune(configs_in, named_args, **kwargs):
 # Kernel arguments the tuned config is keyed on (plus the operand dtypes, which Triton's
 # autotuner always appends). HAS_D: a D epilogue changes which persistent tiles fit in
 # shared memory (PERSISTENT_SMEM), so a config tuned without D must not run with one.
-TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D"]
+# C_TMA (persistent kernel): a TMA or a pointer store of C, tuned apart.
+TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D", "C_TMA"]

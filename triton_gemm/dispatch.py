@@ -31,8 +31,8 @@ import torch
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
-from .kernels.common import INTERPRETER, workspace
-from .kernels.copy import copy_into, padded_copy
+from .kernels.common import INTERPRETER
+from .kernels.copy import padded_copy
 
 # Elements a leading stride and a masked extent must be multiples of for 16-byte vector
 # loads of every dtype (Triton specialises integer arguments divisible by 16).
@@ -153,16 +153,10 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
         _splitk.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                           precision=precision, activation=activation)
         return out
-    if p.persistent:
-        target = out
-        if p.pad and not _persistent.supports(a[0], b[0], out[0], precision):
-            # The padded copies are TMA-aligned; the output gets an aligned buffer too.
-            target = workspace((1, out.shape[1], b.shape[2]), out.dtype, out.device)[:, :, :n]
-        if _persistent.supports(a[0], b[0], target[0], precision):
-            _persistent.matmul_2d(a[0], b[0, :, :n], target[0], d2, alpha=alpha, beta=beta,
-                                  precision=precision, activation=activation)
-            if target is not out:
-                copy_into(target, out)
-            return out
+    if p.persistent and _persistent.supports(a[0], b[0], out[0], precision):
+        # An unaligned output (4097 columns) is stored without TMA, straight into out.
+        _persistent.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
+                              precision=precision, activation=activation)
+        return out
     return _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
                              activation=activation)

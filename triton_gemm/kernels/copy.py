@@ -1,5 +1,5 @@
 """Strided copy with zero fill, as a Triton kernel: the dispatcher's staged operands (padded
-and K-major copies) and the copy-back of a padded persistent output.
+and K-major copies).
 
 Why a kernel of our own rather than torch's copy_ and fill: its launches go through
 common.run_kernel, so the launch cache records and replays a padded call whole; with

@@ -34,16 +34,17 @@ def _persistent_kernel(
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
-    UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr,
+    UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr,
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K, row-major) @ B (+ beta * D).
 
-    B is (K, N) row-major, or K-major (column stride stride_bn) when B_K_MAJOR. All row
-    strides and base addresses 16-byte aligned (TMA). D: any strides (0 to broadcast).
-    Grid: (min(NUM_SMS, tiles),). EPILOGUE_SUBTILE stores C as two BM x BN/2 halves.
-    ACTIVATION: epilogue.ACTIVATIONS code, applied after the beta * D term.
+    B is (K, N) row-major, or K-major (column stride stride_bn) when B_K_MAJOR. A and B
+    row strides and base addresses 16-byte aligned (TMA). C: stored by TMA when C_TMA (the
+    same alignment), else by masked pointer stores (any row stride, e.g. 4097). D: any
+    strides (0 to broadcast). Grid: (min(NUM_SMS, tiles),). EPILOGUE_SUBTILE stores a TMA C
+    as two BM x BN/2 halves. ACTIVATION: epilogue.ACTIVATIONS code, applied after beta * D.
     """
     dtype = c_ptr.dtype.element_ty
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
@@ -54,12 +55,13 @@ def _persistent_kernel(
     else:
         b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
                                            block_shape=[BK, BN])
-    if EPILOGUE_SUBTILE:
-        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                           block_shape=[BM, BN // 2])
-    else:
-        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                           block_shape=[BM, BN])
+    if C_TMA:
+        if EPILOGUE_SUBTILE:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BM, BN // 2])
+        else:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BM, BN])
 
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
@@ -86,14 +88,17 @@ def _persistent_kernel(
             acc = tl.dot(a, b, acc, input_precision=PRECISION)
 
         acc = acc * alpha
+        offs_m = off_m + tl.arange(0, BM)
+        offs_n = off_n + tl.arange(0, BN)
+        inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
         if HAS_D:
-            offs_m = off_m + tl.arange(0, BM)
-            offs_n = off_n + tl.arange(0, BN)
             d_ptrs = d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn
-            d_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-            acc += beta * tl.load(d_ptrs, mask=d_mask, other=0.0).to(tl.float32)
+            acc += beta * tl.load(d_ptrs, mask=inside, other=0.0).to(tl.float32)
         acc = apply_activation(acc, ACTIVATION)
-        if EPILOGUE_SUBTILE:
+        if not C_TMA:
+            c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
+            tl.store(c_ptrs, acc.to(dtype), mask=inside)
+        elif EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
             left, right = tl.split(halves)
             c_desc.store([off_m, off_n], left.to(dtype))
@@ -139,8 +144,9 @@ def _b_k_major(b: torch.Tensor) -> bool:
 
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str) -> bool:
     """Whether (M, K) A, (K, N) B and (M, N) out can run here: tensor-core precision, A
-    row-major, B row-major or K-major, out row-major, all TMA-aligned; fp32 operands only
-    with B K-major (wgmma reads 32-bit operands K-major)."""
+    row-major and B row-major or K-major, both TMA-aligned, out row-major (any row stride:
+    an unaligned one is stored without TMA); fp32 operands only with B K-major (wgmma reads
+    32-bit operands K-major)."""
     half = a.dtype in (torch.float16, torch.bfloat16)
     if not half and precision not in ("tf32", "tf32x3"):
         return False
@@ -152,7 +158,7 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str
         b_row = b.stride(0)
     else:
         return False
-    return _tma_ok(a, a.stride(0)) and _tma_ok(b, b_row) and _tma_ok(out, out.stride(0))
+    return _tma_ok(a, a.stride(0)) and _tma_ok(b, b_row)
 
 
 def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activation=0,
@@ -174,7 +180,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
             d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d, B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
-                ACTIVATION=activation)
+                ACTIVATION=activation, C_TMA=_tma_ok(out, out.stride(0)))
 
     def grid(meta_):
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
@@ -183,6 +189,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     family = "half" if half else "tf32"
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.persistent_default_config(family)
-    key = (*tuning, meta["PRECISION"], has_d, a.dtype, b.dtype, out.dtype, d.dtype)
+    key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], a.dtype, b.dtype, out.dtype,
+           d.dtype)
     launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family, key)
     return out
