@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from conftest import CASE_IDS, CASES, randn, requires_kernels
-from triton_gemm import dispatch
+from triton_gemm import configs, dispatch, last_config
 from triton_gemm.tolerances import assert_close
 
 
@@ -63,6 +63,47 @@ def test_staged_paths_compute_the_product(dtype, precision, plan):
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=plan)
     ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
     assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
+
+
+def test_sixteen_byte_rows_skip_the_padded_copies_on_hopper():
+    """Rows of 16 bytes that are not 16 elements (fp16 1000, fp32 36) go to the TMA kernel
+    as they are, at any tile count; fp32 still gets its K-major copy of B. Rows TMA cannot
+    take (4097 fp16), batches and misaligned bases are padded as before."""
+    sms = 132
+    half = _ops(1000, 1000, 1000, dtype=torch.float16)
+    assert dispatch.plan(*half, "half", sms) == dispatch.Plan(False, False, False, True)
+    assert dispatch.plan(*half, "half", None).pad  # not Hopper
+    assert dispatch.plan(*_ops(1000, 1000, 1000), "tf32", sms) == \
+        dispatch.Plan(False, False, True, True)
+    assert dispatch.plan(*_ops(1000, 1000, 1000, "col"), "tf32x3", sms) == \
+        dispatch.Plan(False, True, True, True)
+    assert dispatch.plan(*_ops(1000, 1000, 1000), "ieee", sms).pad  # SIMT: no TMA path
+    assert dispatch.plan(*_ops(4097, 4097, 4097, dtype=torch.float16), "half", sms).pad
+    assert dispatch.plan(*_ops(4097, 4096, 4097), "tf32", sms).pad
+    a, b = half
+    assert dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "half", sms).pad
+    shifted = torch.empty(1000 * 1000 + 1, dtype=torch.float16)[1:].view(1, 1000, 1000)
+    assert dispatch.plan(shifted, b, "half", sms).pad
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision,k", [(torch.float16, "half", 40),
+                                               (torch.bfloat16, "half", 40),
+                                               (torch.float32, "tf32x3", 36)])
+def test_sixteen_byte_rows_on_the_tma_kernel_compute_the_product(dtype, precision, k):
+    """The plan above, run: unpadded operands whose sizes are not multiples of 16 elements,
+    an unaligned output stored by pointer stores, a bias-style D."""
+    a, b = randn(1, 72, k, dtype=dtype), randn(1, k, 72, dtype=dtype)
+    p = dispatch.plan(a, b, precision, sms=132)
+    assert p.persistent and not p.pad
+    d = randn(72, dtype=dtype)
+    out = torch.full((1, 72, 72), float("nan"), dtype=dtype, device=a.device)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=p)
+    ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
+    assert_close(out, ref, dtype, None if precision == "half" else precision, str(p))
+    family = "half" if precision == "half" else "tf32"
+    assert last_config() in {configs.config_name(c, family)
+                             for c in configs.persistent_configs(family)}
 
 
 def test_persistent_kernel_for_large_single_products_on_hopper():

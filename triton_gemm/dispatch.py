@@ -12,7 +12,8 @@ Two facts measured on the H100 (4096^3, tutorial-style Triton kernel) decide thi
   (tf32x3: 56 against 96). A K-major copy of B costs one read and write of B.
 
 Each copy costs about 2 * bytes / 3 TB/s; the thresholds below keep copies to problems
-large enough to repay them.
+large enough to repay them. TMA needs only 16-byte rows, not 16 elements: on Hopper a single
+product whose operands have them (fp16 K = 1000) runs on the persistent kernel unpadded.
 
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
@@ -89,6 +90,14 @@ def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
             and strides[0] % ALIGN == 0 and extent % ALIGN == 0)
 
 
+def _tma_rows(t: torch.Tensor, contiguous_dim: int) -> bool:
+    """A single (1, R, C) operand is contiguous along contiguous_dim with its other stride
+    and base address 16-byte aligned: what TMA needs, even where ALIGN elements fail."""
+    strides, size = t.stride(), t.element_size()
+    return (strides[contiguous_dim] == 1 and (strides[3 - contiguous_dim] * size) % 16 == 0
+            and t.data_ptr() % 16 == 0)
+
+
 def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None,
          tma: bool | None = None) -> Plan:
     """The path for (B, M, K) A and (B, K, N) B at a resolved precision; sms: the GPU's SM
@@ -109,9 +118,29 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
                and (m <= SKINNY_M or 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= sms))
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
-    persistent = (tma and sms is not None and batch == 1 and tiles >= sms and not split_k
+    tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
+    if pad and tma_kernel and _tma_direct(a, b, fp32_tensor_core):
+        # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
+        # as they are, at any tile count, instead of padded copies (reasoned, not measured).
+        return Plan(False, fp32_tensor_core and sa[2] != 1, fp32_tensor_core and sb[1] != 1,
+                    True)
+    persistent = tma_kernel and tiles >= sms
     return Plan(pad, a_k_major, b_k_major, persistent, split_k)
+
+
+def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool) -> bool:
+    """Whether the persistent kernel takes A and B with at most K-major copies (fp32 on
+    tensor cores), none padded: A row-major and B row-major (16-bit) or K-major, with
+    16-byte rows. A K-major copy is contiguous with K elements per row."""
+    k = a.shape[2]
+    copy_rows_ok = (k * a.element_size()) % 16 == 0
+    a_ok = _tma_rows(a, 2) or (fp32_tensor_core and copy_rows_ok)
+    if fp32_tensor_core:
+        b_ok = _tma_rows(b, 1) or copy_rows_ok
+    else:
+        b_ok = _tma_rows(b, 2) or _tma_rows(b, 1)
+    return a_ok and b_ok
 
 
 def _round_up(x: int) -> int:
