@@ -109,6 +109,15 @@ def _split(features: int, world: int, what: str) -> int:
     return features // world
 
 
+def _init_parameters(layer: nn.Module, weight_shape: tuple, bias_features: int, bias: bool,
+                     device, dtype) -> None:
+    """weight and bias as nn.Linear creates them (kaiming-uniform weight, zero bias)."""
+    layer.weight = nn.Parameter(torch.empty(weight_shape, device=device, dtype=dtype))
+    layer.bias = (nn.Parameter(torch.zeros(bias_features, device=device, dtype=dtype))
+                  if bias else None)
+    nn.init.kaiming_uniform_(layer.weight, a=5 ** 0.5)
+
+
 class ColumnParallelLinear(nn.Module):
     """Y = X W^T + b with W's rows (output features) split across ranks.
 
@@ -122,9 +131,7 @@ class ColumnParallelLinear(nn.Module):
         self.rank, self.world = _world(group)
         self.group, self.gather_output, self.precision = group, gather_output, precision
         local = _split(out_features, self.world, "out_features")
-        self.weight = nn.Parameter(torch.empty(local, in_features, device=device, dtype=dtype))
-        self.bias = nn.Parameter(torch.zeros(local, device=device, dtype=dtype)) if bias else None
-        nn.init.kaiming_uniform_(self.weight, a=5 ** 0.5)
+        _init_parameters(self, (local, in_features), local, bias, device, dtype)
 
     @classmethod
     def from_linear(cls, full: nn.Linear, *, gather_output: bool = True, group=None,
@@ -158,10 +165,7 @@ class RowParallelLinear(nn.Module):
         self.rank, self.world = _world(group)
         self.group, self.input_is_parallel, self.precision = group, input_is_parallel, precision
         local = _split(in_features, self.world, "in_features")
-        self.weight = nn.Parameter(torch.empty(out_features, local, device=device, dtype=dtype))
-        self.bias = nn.Parameter(torch.zeros(out_features, device=device, dtype=dtype)) \
-            if bias else None
-        nn.init.kaiming_uniform_(self.weight, a=5 ** 0.5)
+        _init_parameters(self, (out_features, local), out_features, bias, device, dtype)
 
     @classmethod
     def from_linear(cls, full: nn.Linear, *, input_is_parallel: bool = True, group=None,
