@@ -5,6 +5,7 @@ import torch
 
 from conftest import CASE_IDS, CASES, randn, requires_kernels
 from triton_gemm import configs, dispatch, last_config
+from triton_gemm.kernels import persistent as _persistent
 from triton_gemm.tolerances import assert_close
 
 
@@ -84,6 +85,36 @@ def test_sixteen_byte_rows_skip_the_padded_copies_on_hopper():
     assert dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "half", sms).pad
     shifted = torch.empty(1000 * 1000 + 1, dtype=torch.float16)[1:].view(1, 1000, 1000)
     assert dispatch.plan(shifted, b, "half", sms).pad
+
+
+def _padded_rows(m, n, k, dtype):
+    """The report's "pad" layout: leading dimensions 3 and 5 past K and N."""
+    return (torch.empty(1, m, k + 3, dtype=dtype)[:, :, :k],
+            torch.empty(1, k, n + 5, dtype=dtype)[:, :, :n])
+
+
+@pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"), (torch.float32, "tf32"),
+                                             (torch.float32, "tf32x3")])
+def test_persistent_plans_for_unaligned_operands_stage_what_the_kernel_takes(dtype, precision):
+    """Operands that need padding for the plain kernel: a plan that sends them to the
+    persistent kernel (padded or direct) must stage operands it accepts; otherwise run()
+    falls back to the plain kernel on unpadded, unaligned operands (fp32 3000^3 with padded
+    leading dimensions ran 10 TFLOPS that way, against 61 padded)."""
+    sms = 1  # every tile count qualifies; sizes with 16-byte rows (72) or not (81)
+    layouts = [_ops(s, s, s, la, lb, dtype) for s in (72, 81)
+               for la in ("row", "col") for lb in ("row", "col")]
+    layouts += [_padded_rows(s, s, s, dtype) for s in (72, 81, 96)]
+    persistent = 0
+    for a, b in layouts:
+        p = dispatch.plan(a, b, precision, sms)
+        if not p.persistent:
+            continue
+        persistent += 1
+        sa, sb = dispatch.stage(a, b, p)
+        out = torch.empty(a.shape[1], b.shape[2], dtype=dtype)
+        assert _persistent.supports(sa[0], sb[0, :, :b.shape[2]], out, precision), \
+            (p, a.stride(), b.stride(), a.shape)
+    assert persistent >= 6
 
 
 @requires_kernels

@@ -120,27 +120,28 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
-    if pad and tma_kernel and _tma_direct(a, b, fp32_tensor_core):
+    direct = _tma_direct(a, b, fp32_tensor_core) if pad and tma_kernel else None
+    if direct is not None:
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
-        # as they are, at any tile count, instead of padded copies (reasoned, not measured).
-        return Plan(False, fp32_tensor_core and sa[2] != 1, fp32_tensor_core and sb[1] != 1,
-                    True)
+        # as they are, at any tile count, instead of padded copies; fp32 operands TMA cannot
+        # take as given get their (unpadded) K-major copies.
+        return Plan(False, *direct, persistent=True)
     persistent = tma_kernel and tiles >= sms
     return Plan(pad, a_k_major, b_k_major, persistent, split_k)
 
 
-def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool) -> bool:
-    """Whether the persistent kernel takes A and B with at most K-major copies (fp32 on
-    tensor cores), none padded: A row-major and B row-major (16-bit) or K-major, with
-    16-byte rows. A K-major copy is contiguous with K elements per row."""
-    k = a.shape[2]
-    copy_rows_ok = (k * a.element_size()) % 16 == 0
-    a_ok = _tma_rows(a, 2) or (fp32_tensor_core and copy_rows_ok)
+def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
+    """(copy A, copy B) when the persistent kernel can take A and B unpadded, with at most
+    K-major copies of fp32 tensor-core operands; None otherwise. It takes A row-major and B
+    row-major (16-bit) or K-major, with 16-byte rows; a K-major copy has K elements per row,
+    so it qualifies when K elements are 16 bytes."""
+    copy_rows_ok = (a.shape[2] * a.element_size()) % 16 == 0
     if fp32_tensor_core:
-        b_ok = _tma_rows(b, 1) or copy_rows_ok
-    else:
-        b_ok = _tma_rows(b, 2) or _tma_rows(b, 1)
-    return a_ok and b_ok
+        copy_a, copy_b = not _tma_rows(a, 2), not _tma_rows(b, 1)
+        return (copy_a, copy_b) if copy_rows_ok or not (copy_a or copy_b) else None
+    if _tma_rows(a, 2) and (_tma_rows(b, 2) or _tma_rows(b, 1)):
+        return False, False
+    return None
 
 
 def _round_up(x: int) -> int:

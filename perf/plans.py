@@ -1,0 +1,114 @@
+"""Every dispatch path of a shape, timed side by side with cuBLAS: the measurements behind
+the dispatcher's rules (triton_gemm/dispatch.py).
+
+    python perf/plans.py --case 8192,50257,768,nt --precision bf16
+    python perf/plans.py --case 3000,3000,3000,pad --precision tf32,tf32x3,fp16
+
+Paths: auto (what the library picks), plain (operands as given), padded (zero-padded copies;
+fp32 tensor-core operands K-major), padded_persistent (the same on the persistent kernel)
+direct (the persistent kernel on unpadded operands, where TMA takes their rows) and, for
+outputs TMA cannot store, padded_workspace (TMA-stored into an aligned buffer, then copied). Each
+is checked against float64 on a NaN-poisoned output before it is timed (median of
+triton.testing.do_bench, L2 flushed, copies included). GPU only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from perf import bench
+from perf.suites import Case
+from triton_gemm import dispatch
+from triton_gemm.tolerances import rel_error, tolerance
+
+LIBRARY_PRECISION = {"fp16": "half", "bf16": "half", "ieee": "ieee", "tf32": "tf32",
+                     "tf32x3": "tf32x3"}
+
+
+def candidate_plans(a, b, precision: str) -> dict:
+    """Name -> Plan (None: the library's own choice) for (1, M, K) A and (1, K, N) B."""
+    fp32_tc = precision in ("tf32", "tf32x3")
+    plans = {"auto": None, "plain": dispatch.PLAIN,
+             "padded": dispatch.Plan(True, fp32_tc, fp32_tc),
+             "padded_persistent": dispatch.Plan(True, fp32_tc, fp32_tc, True)}
+    direct = dispatch._tma_direct(a, b, fp32_tc)
+    if direct is not None:
+        plans["direct"] = dispatch.Plan(False, *direct, persistent=True)
+    return plans
+
+
+def measure(case: Case, precision: str) -> list[dict]:
+    import triton.testing
+    dtype = bench.DTYPES[precision]
+    a, b = bench.make_operands(case, dtype, "cuda")[0]
+    ref = a.double() @ b.double()
+    lib_precision = LIBRARY_PRECISION[precision]
+    out = torch.empty(case.m, case.n, dtype=dtype, device="cuda")
+    rows = []
+
+    def row(name, fn, plan=""):
+        out.fill_(float("nan"))
+        fn()
+        err = rel_error(out, ref)
+        ms = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+        rows.append({"case": case.label, "precision": precision, "path": name, "plan": plan,
+                     "ms": ms, "tflops": bench.tflops(case.m, case.n, case.k, ms),
+                     "rel_error": err, "ok": err <= tolerance(dtype, lib_precision)})
+
+    with bench.cublas_precision(precision):
+        row("cublas", lambda: torch.matmul(a, b, out=out))
+    for name, plan in candidate_plans(a[None], b[None], lib_precision).items():
+        shown = plan or dispatch.plan(a[None], b[None], lib_precision,
+                                      torch.cuda.get_device_properties(0).multi_processor_count)
+        row(name, lambda plan=plan: dispatch.run(a[None], b[None], out[None],
+                                                 precision=lib_precision, force=plan),
+            str(tuple(shown)))
+    if (case.n * out.element_size()) % 16:
+        # The persistent kernel's earlier way with such an output: a TMA store into an
+        # aligned workspace, then a copy into out.
+        work = torch.empty(case.m, dispatch._round_up(case.n), dtype=dtype, device="cuda")
+        padded = dispatch.Plan(True, *(2 * [lib_precision in ("tf32", "tf32x3")]), True)
+
+        def via_workspace():
+            dispatch.run(a[None], b[None], work[None, :, :case.n], precision=lib_precision,
+                         force=padded)
+            out.copy_(work[:, :case.n])
+        row("padded_workspace", via_workspace, str(tuple(padded)))
+    base = rows[0]["ms"]
+    for r in rows:
+        r["vs_cublas"] = base / r["ms"]
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", action="append", required=True, metavar="M,N,K[,LAYOUT]",
+                        help="a shape and layout (nn, nt, pad); repeatable")
+    parser.add_argument("--precision", default="fp16",
+                        help=f"comma-separated, of {','.join(bench.PRECISIONS)}")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("perf/plans.py times GPU paths: no CUDA GPU here", file=sys.stderr)
+        return 2
+    import pandas as pd
+    print(torch.cuda.get_device_name(0))
+    ok = True
+    for text in args.case:
+        m, n, k, *layout = text.split(",")
+        for precision in args.precision.split(","):
+            df = pd.DataFrame(measure(Case(int(m), int(n), int(k), *layout), precision))
+            print(df.to_string(index=False, float_format=lambda x: f"{x:.4g}"), flush=True)
+            ok &= bool(df.ok.all())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
