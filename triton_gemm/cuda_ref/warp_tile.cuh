@@ -7,9 +7,8 @@
 // DOUBLE_BUFFER: two shared-memory stages; the next K tile is fetched into registers before
 // the current one is computed and written to the other stage afterwards, so global latency
 // hides behind the FMAs and one barrier per K step suffices.
-// MIN_BLOCKS: blocks per SM the register allocation must allow (__launch_bounds__). Without
-// it ptxas gave step 7's vector path 133 registers: 256 threads x 136 (allocation unit 8)
-// exceed half of the SM's 65536, so one block ran per SM instead of two.
+// MIN_BLOCKS: blocks per SM the register allocation must allow (__launch_bounds__): a block
+// of 256 threads must stay within 128 registers for two blocks to share an SM's 65536.
 #pragma once
 #include "common.cuh"
 
