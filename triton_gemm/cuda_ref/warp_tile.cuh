@@ -156,6 +156,24 @@ kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
     tile.template store<VEC>(C, m0, n0, M, N, acc, alpha, beta);
 }
 
+// The block's tile coordinates. Blocks start roughly in launch order (x fastest); GROUP > 1
+// renumbers them so consecutive blocks walk GROUP block-rows column by column, and the
+// blocks in flight together share rows of A and columns of B in L2 (Triton's grouped
+// ordering). GROUP 1: row-major raster, the grid as launched.
+template <int GROUP>
+__device__ __forceinline__ void block_coords(int& bm, int& bn) {
+    if (GROUP == 1) {
+        bm = blockIdx.y;
+        bn = blockIdx.x;
+        return;
+    }
+    const int id = blockIdx.y * gridDim.x + blockIdx.x, per_group = GROUP * gridDim.x;
+    const int first = (id / per_group) * GROUP;
+    const int rows = min(static_cast<int>(gridDim.y) - first, GROUP);
+    bm = first + (id % per_group) % rows;
+    bn = (id % per_group) / rows;
+}
+
 // cp.async (sm_80+): global -> shared copies that bypass registers. src_bytes 0 writes zeros,
 // which is how tiles past the matrix edge are filled; src must still be a valid address.
 __device__ __forceinline__ void cp_async4(float* dst, const float* src, bool inside) {
@@ -181,7 +199,7 @@ __device__ __forceinline__ void cp_async_wait() {
 // copy when VEC allows. One barrier per K tile: a stage is refilled only after every warp
 // has passed the barrier that follows its last use.
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES,
-          int MIN_BLOCKS, bool VEC>
+          int MIN_BLOCKS, int GROUP, bool VEC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 async_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
              const float* __restrict__ B, float beta, float* C) {
@@ -196,7 +214,9 @@ async_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
     __shared__ __align__(16) float Bs[STAGES][BK][BN + PAD];
 
     const int tid = threadIdx.x;
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    int bm, bn;
+    block_coords<GROUP>(bm, bn);
+    const int m0 = bm * BM, n0 = bn * BN;
     const T tile(tid);
     typename T::Acc acc = {};
 
@@ -260,16 +280,16 @@ cudaError_t launch(int M, int N, int K, float alpha, const float* A, const float
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES,
-          int MIN_BLOCKS>
+          int MIN_BLOCKS, int GROUP = 1>
 cudaError_t launch_async(int M, int N, int K, float alpha, const float* A, const float* B,
                          float beta, float* C, bool vec, cudaStream_t stream) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     dim3 grid(ladder::ceil_div(N, BN), ladder::ceil_div(M, BM));
     if (vec)
-        async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, true>
+        async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, GROUP, true>
             <<<grid, THREADS, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
     else
-        async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, false>
+        async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, GROUP, false>
             <<<grid, THREADS, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
     return cudaGetLastError();
 }
