@@ -118,15 +118,21 @@ def test_persistent_plans_for_unaligned_operands_stage_what_the_kernel_takes(dty
 
 
 @requires_kernels
-@pytest.mark.parametrize("dtype,precision,k", [(torch.float16, "half", 40),
-                                               (torch.bfloat16, "half", 40),
-                                               (torch.float32, "tf32x3", 36)])
-def test_sixteen_byte_rows_on_the_tma_kernel_compute_the_product(dtype, precision, k):
+@pytest.mark.parametrize("dtype,precision,k,padded_rows", [
+    (torch.float16, "half", 40, False), (torch.bfloat16, "half", 40, False),
+    (torch.float32, "tf32x3", 36, False), (torch.float32, "tf32x3", 36, True)])
+def test_sixteen_byte_rows_on_the_tma_kernel_compute_the_product(dtype, precision, k,
+                                                                 padded_rows):
     """The plan above, run: unpadded operands whose sizes are not multiples of 16 elements,
-    an unaligned output stored by pointer stores, a bias-style D."""
-    a, b = randn(1, 72, k, dtype=dtype), randn(1, k, 72, dtype=dtype)
+    an unaligned output stored by pointer stores, a bias-style D. padded_rows: leading
+    dimensions 3 and 5 past K and N, rows TMA cannot take, so fp32 A and B get K-major copies."""
+    if padded_rows:
+        a = randn(1, 72, k + 3, dtype=dtype)[:, :, :k]
+        b = randn(1, k, 77, dtype=dtype)[:, :, :72]
+    else:
+        a, b = randn(1, 72, k, dtype=dtype), randn(1, k, 72, dtype=dtype)
     p = dispatch.plan(a, b, precision, sms=132)
-    assert p.persistent and not p.pad
+    assert p.persistent and not p.pad and p.a_k_major == padded_rows
     d = randn(72, dtype=dtype)
     out = torch.full((1, 72, 72), float("nan"), dtype=dtype, device=a.device)
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=p)
