@@ -3,17 +3,17 @@
 import pytest
 import torch
 
-from conftest import CASE_IDS, CASES, randn, requires_kernels
+from conftest import CASE_IDS, CASES, DEVICE, randn, requires_kernels
 from triton_gemm import configs, dispatch, last_config
 from triton_gemm.kernels import persistent as _persistent
 from triton_gemm.tolerances import assert_close
 
 
-def _ops(m, n, k, a_layout="row", b_layout="row", dtype=torch.float32):
-    a = torch.empty(1, m, k, dtype=dtype) if a_layout == "row" else \
-        torch.empty(1, k, m, dtype=dtype).transpose(1, 2)
-    b = torch.empty(1, k, n, dtype=dtype) if b_layout == "row" else \
-        torch.empty(1, n, k, dtype=dtype).transpose(1, 2)
+def _ops(m, n, k, a_layout="row", b_layout="row", dtype=torch.float32, device="cpu"):
+    a = torch.empty(1, m, k, dtype=dtype, device=device) if a_layout == "row" else \
+        torch.empty(1, k, m, dtype=dtype, device=device).transpose(1, 2)
+    b = torch.empty(1, k, n, dtype=dtype, device=device) if b_layout == "row" else \
+        torch.empty(1, n, k, dtype=dtype, device=device).transpose(1, 2)
     return a, b
 
 
@@ -89,8 +89,8 @@ def test_sixteen_byte_rows_skip_the_padded_copies_on_hopper():
 
 def _padded_rows(m, n, k, dtype):
     """The report's "pad" layout: leading dimensions 3 and 5 past K and N."""
-    return (torch.empty(1, m, k + 3, dtype=dtype)[:, :, :k],
-            torch.empty(1, k, n + 5, dtype=dtype)[:, :, :n])
+    return (torch.empty(1, m, k + 3, dtype=dtype, device=DEVICE)[:, :, :k],
+            torch.empty(1, k, n + 5, dtype=dtype, device=DEVICE)[:, :, :n])
 
 
 @pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"), (torch.float32, "tf32"),
@@ -101,7 +101,7 @@ def test_persistent_plans_for_unaligned_operands_stage_what_the_kernel_takes(dty
     falls back to the plain kernel on unpadded, unaligned operands (fp32 3000^3 with padded
     leading dimensions ran 10 TFLOPS that way, against 61 padded)."""
     sms = 1  # every tile count qualifies; sizes with 16-byte rows (72) or not (81)
-    layouts = [_ops(s, s, s, la, lb, dtype) for s in (72, 81)
+    layouts = [_ops(s, s, s, la, lb, dtype, DEVICE) for s in (72, 81)
                for la in ("row", "col") for lb in ("row", "col")]
     layouts += [_padded_rows(s, s, s, dtype) for s in (72, 81, 96)]
     persistent = 0
@@ -111,7 +111,7 @@ def test_persistent_plans_for_unaligned_operands_stage_what_the_kernel_takes(dty
             continue
         persistent += 1
         sa, sb = dispatch.stage(a, b, p)
-        out = torch.empty(a.shape[1], b.shape[2], dtype=dtype)
+        out = torch.empty(a.shape[1], b.shape[2], dtype=dtype, device=DEVICE)
         assert _persistent.supports(sa[0], sb[0, :, :b.shape[2]], out, precision), \
             (p, a.stride(), b.stride(), a.shape)
     assert persistent >= 6
