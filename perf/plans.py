@@ -5,11 +5,11 @@ the dispatcher's rules (triton_gemm/dispatch.py).
     python perf/plans.py --case 3000,3000,3000,pad --precision tf32,tf32x3,fp16
 
 Paths: auto (what the library picks), plain (operands as given), padded (zero-padded copies;
-fp32 tensor-core operands K-major), padded_persistent (the same on the persistent kernel)
+fp32 tensor-core operands K-major), padded_persistent (the same on the persistent kernel),
 direct (the persistent kernel on unpadded operands, where TMA takes their rows) and, for
-outputs TMA cannot store, padded_workspace (TMA-stored into an aligned buffer, then copied). Each
-is checked against float64 on a NaN-poisoned output before it is timed (median of
-triton.testing.do_bench, L2 flushed, copies included). GPU only.
+outputs TMA cannot store, padded_workspace (TMA-stored into an aligned buffer, then
+copied). Each is checked against float64 on a NaN-poisoned output before it is timed
+(median of triton.testing.do_bench, L2 flushed, copies included). GPU only.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def measure(case: Case, precision: str) -> list[dict]:
 
     with bench.cublas_precision(precision):
         row("cublas", lambda: torch.matmul(a, b, out=out))
-    for name, plan in candidate_plans(a[None], b[None], lib_precision).items():
+    plans = candidate_plans(a[None], b[None], lib_precision)
+    for name, plan in plans.items():
         shown = plan or dispatch.plan(a[None], b[None], lib_precision,
                                       torch.cuda.get_device_properties(0).multi_processor_count)
         row(name, lambda plan=plan: dispatch.run(a[None], b[None], out[None],
@@ -75,7 +76,7 @@ def measure(case: Case, precision: str) -> list[dict]:
         # The persistent kernel's earlier way with such an output: a TMA store into an
         # aligned workspace, then a copy into out.
         work = torch.empty(case.m, dispatch._round_up(case.n), dtype=dtype, device="cuda")
-        padded = dispatch.Plan(True, *(2 * [lib_precision in ("tf32", "tf32x3")]), True)
+        padded = plans["padded_persistent"]
 
         def via_workspace():
             dispatch.run(a[None], b[None], work[None, :, :case.n], precision=lib_precision,

@@ -96,9 +96,8 @@ def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
 def _tma_rows(t: torch.Tensor, contiguous_dim: int) -> bool:
     """A single (1, R, C) operand is contiguous along contiguous_dim with its other stride
     and base address 16-byte aligned: what TMA needs, even where ALIGN elements fail."""
-    strides, size = t.stride(), t.element_size()
-    return (strides[contiguous_dim] == 1 and (strides[3 - contiguous_dim] * size) % 16 == 0
-            and t.data_ptr() % 16 == 0)
+    strides = t.stride()
+    return strides[contiguous_dim] == 1 and _persistent._tma_ok(t, strides[3 - contiguous_dim])
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None,
@@ -138,7 +137,7 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
     K-major copies of fp32 tensor-core operands; None otherwise. It takes A row-major and B
     row-major (16-bit) or K-major, with 16-byte rows; a K-major copy has K elements per row,
     so it qualifies when K elements are 16 bytes."""
-    copy_rows_ok = (a.shape[2] * a.element_size()) % 16 == 0
+    copy_rows_ok = (a.shape[2] * a.element_size()) % _persistent.TMA_ALIGN_BYTES == 0
     if fp32_tensor_core:
         copy_a, copy_b = not _tma_rows(a, 2), not _tma_rows(b, 1)
         return (copy_a, copy_b) if copy_rows_ok or not (copy_a or copy_b) else None
