@@ -6,7 +6,9 @@ the dispatcher's rules (triton_gemm/dispatch.py).
 
 Paths: auto (what the library picks), plain (operands as given), padded (zero-padded copies;
 fp32 tensor-core operands K-major), padded_persistent (the same on the persistent kernel),
-direct (the persistent kernel on unpadded operands, where TMA takes their rows) and, for
+direct (the persistent kernel on unpadded operands, where TMA takes their rows), for tf32x3
+k_major_persistent (K-major copies, split in the K loop) and split_tf32 (staged tf32
+halves, three tf32 dots), and, for
 outputs TMA cannot store, padded_workspace (TMA-stored into an aligned buffer, then
 copied). Each is checked against float64 on a NaN-poisoned output before it is timed
 (median of triton.testing.do_bench, L2 flushed, copies included). GPU only.
@@ -42,10 +44,16 @@ def candidate_plans(a, b, precision: str) -> dict:
     direct = dispatch._tma_direct(a, b, fp32_tc)
     if direct is not None:
         plans["direct"] = dispatch.Plan(False, *direct, persistent=True)
+    if precision == "tf32x3":
+        # K-major copies on the persistent kernel, split by tl.dot in the K loop, against
+        # halves staged once (dispatch.SPLIT_TF32).
+        plans["k_major_persistent"] = dispatch.Plan(False, True, True, True)
+        plans["split_tf32"] = dispatch.SPLIT_TF32
     return plans
 
 
-def measure(case: Case, precision: str) -> list[dict]:
+def measure(case: Case, precision: str, paths: set | None = None) -> list[dict]:
+    """Rows of cuBLAS and each candidate path (paths: names to keep; None: all)."""
     import triton.testing
     dtype = bench.DTYPES[precision]
     a, b = bench.make_operands(case, dtype, "cuda")[0]
@@ -67,12 +75,14 @@ def measure(case: Case, precision: str) -> list[dict]:
         row("cublas", lambda: torch.matmul(a, b, out=out))
     plans = candidate_plans(a[None], b[None], lib_precision)
     for name, plan in plans.items():
+        if paths is not None and name not in paths:
+            continue
         shown = plan or dispatch.plan(a[None], b[None], lib_precision,
                                       torch.cuda.get_device_properties(0).multi_processor_count)
         row(name, lambda plan=plan: dispatch.run(a[None], b[None], out[None],
                                                  precision=lib_precision, force=plan),
             str(tuple(shown)))
-    if (case.n * out.element_size()) % 16:
+    if (case.n * out.element_size()) % 16 and (paths is None or "padded_workspace" in paths):
         # The persistent kernel's earlier way with such an output: a TMA store into an
         # aligned workspace, then a copy into out.
         work = torch.empty(case.m, dispatch._round_up(case.n), dtype=dtype, device="cuda")
@@ -95,7 +105,10 @@ def main(argv=None) -> int:
                         help="a shape and layout (nn, nt, pad); repeatable")
     parser.add_argument("--precision", default="fp16",
                         help=f"comma-separated, of {','.join(bench.PRECISIONS)}")
+    parser.add_argument("--paths", default=None,
+                        help="comma-separated path names to time (default: all)")
     args = parser.parse_args(argv)
+    paths = None if args.paths is None else set(args.paths.split(","))
     if not torch.cuda.is_available():
         print("perf/plans.py times GPU paths: no CUDA GPU here", file=sys.stderr)
         return 2
@@ -105,7 +118,8 @@ def main(argv=None) -> int:
     for text in args.case:
         m, n, k, *layout = text.split(",")
         for precision in args.precision.split(","):
-            df = pd.DataFrame(measure(Case(int(m), int(n), int(k), *layout), precision))
+            df = pd.DataFrame(measure(Case(int(m), int(n), int(k), *layout), precision,
+                                      paths))
             print(df.to_string(index=False, float_format=lambda x: f"{x:.4g}"), flush=True)
             ok &= bool(df.ok.all())
     return 0 if ok else 1

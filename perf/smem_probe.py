@@ -22,16 +22,18 @@ INT_ARGS = ("M", "N", "K", "stride_am", "stride_bk", "stride_bn", "stride_cm", "
             "stride_dn", "M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT")
 
 
-def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True) -> int:
+def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True,
+                 split: bool = False) -> int:
     """Compile one config the way the GPU specialises it: pointers and sizes divisible by
     16 (stride_cm not, for a pointer-stored C), and (the costly case) a D with unit column
     stride."""
     _, bm, bn, bk, warps, stages, subtile = tile
-    sig = {name: f"*{dtype}" for name in ("a_ptr", "b_ptr", "c_ptr", "d_ptr")}
+    sig = {name: f"*{dtype}"
+           for name in ("a_ptr", "b_ptr", "c_ptr", "d_ptr", "alo_ptr", "blo_ptr")}
     sig.update({name: "i32" for name in INT_ARGS})
     sig.update(alpha="fp32", beta="fp32")
     const = dict(PRECISION=precision, HAS_D=has_d, B_K_MAJOR=True, UPCAST=False, NUM_SMS=132,
-                 C_TMA=c_tma, ACTIVATION=0,
+                 C_TMA=c_tma, ACTIVATION=0, SPLIT=split,
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile)
     if has_d:
         const["stride_dn"] = 1
@@ -48,11 +50,14 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = Tr
 
 
 def main() -> int:
-    cases = {"half": [("fp16", "tf32")], "tf32": [("fp32", "tf32"), ("fp32", "tf32x3")]}
+    cases = {"half": [("fp16", "tf32", False)],
+             "tf32": [("fp32", "tf32", False), ("fp32", "tf32x3", False)],
+             "split": [("fp32", "tf32x3", True)]}
     print("name: ((TMA-stored C: bytes without D, with D), (pointer-stored C: ...))")
     for family, variants in cases.items():
         for tile in configs.persistent_tiles(family):
-            sizes = tuple(tuple(max(shared_bytes(dt, p, tile, has_d, c_tma) for dt, p in variants)
+            sizes = tuple(tuple(max(shared_bytes(dt, p, tile, has_d, c_tma, split)
+                                    for dt, p, split in variants)
                                 for has_d in (False, True))
                           for c_tma in (True, False))
             print(f'    "{tile[0]}": {sizes},')

@@ -66,6 +66,31 @@ def test_staged_paths_compute_the_product(dtype, precision, plan):
     assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
 
 
+@requires_kernels
+@pytest.mark.parametrize("a_layout,b_layout", [("row", "row"), ("col", "col"), ("row", "col")])
+def test_split_tf32_plan_computes_the_product(a_layout, b_layout):
+    """3xTF32 from staged halves on the persistent kernel: any operand layout, K not a
+    multiple of 16 (zero-padded halves), an unaligned output, the addmm epilogue; accurate
+    to tf32x3's tolerance, which a lost remainder term (errors ~2^-11, even where the
+    interpreter multiplies in full fp32) fails."""
+    m, n, k = (300, 270, 1000) if DEVICE == "cuda" else (70, 45, 75)
+    a, b = (t.to(DEVICE) for t in _ops(m, n, k, a_layout, b_layout))
+    a.normal_(), b.normal_()
+    d = randn(n)
+    out = torch.full((1, m, n), float("nan"), device=a.device)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision="tf32x3",
+                 force=dispatch.SPLIT_TF32)
+    ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
+    assert_close(out, ref, torch.float32, "tf32x3", "split halves", operands=(a, b))
+
+
+def test_split_tf32_plan_is_for_float32_tf32x3_only():
+    a, b = _ops(64, 64, 64, dtype=torch.float16)
+    with pytest.raises(ValueError, match="tf32x3"):
+        dispatch.run(a, b, torch.empty(1, 64, 64, dtype=torch.float16), precision="half",
+                     force=dispatch.SPLIT_TF32)
+
+
 def test_sixteen_byte_rows_skip_the_padded_copies_on_hopper():
     """Rows of 16 bytes that are not 16 elements (fp16 1000, fp32 36) go to the TMA kernel
     as they are, at any tile count; fp32 still gets its K-major copy of B. Rows TMA cannot
@@ -76,8 +101,7 @@ def test_sixteen_byte_rows_skip_the_padded_copies_on_hopper():
     assert dispatch.plan(*half, "half", None).pad  # not Hopper
     assert dispatch.plan(*_ops(1000, 1000, 1000), "tf32", sms) == \
         dispatch.Plan(False, False, True, True)
-    assert dispatch.plan(*_ops(1000, 1000, 1000, "col"), "tf32x3", sms) == \
-        dispatch.Plan(False, True, True, True)
+    assert dispatch.plan(*_ops(1000, 1000, 1000, "col"), "tf32x3", sms) == dispatch.SPLIT_TF32
     assert dispatch.plan(*_ops(1000, 1000, 1000), "ieee", sms).pad  # SIMT: no TMA path
     assert dispatch.plan(*_ops(4097, 4097, 4097, dtype=torch.float16), "half", sms).pad
     assert dispatch.plan(*_ops(4097, 4096, 4097), "tf32", sms).pad
@@ -110,7 +134,8 @@ def test_persistent_plans_for_unaligned_operands_stage_what_the_kernel_takes(dty
         if not p.persistent:
             continue
         persistent += 1
-        sa, sb = dispatch.stage(a, b, p)
+        assert p.split_tf32 == (precision == "tf32x3")
+        sa, sb, *_ = dispatch.stage(a, b, p)
         out = torch.empty(a.shape[1], b.shape[2], dtype=dtype, device=DEVICE)
         assert _persistent.supports(sa[0], sb[0, :, :b.shape[2]], out, precision), \
             (p, a.stride(), b.stride(), a.shape)
@@ -132,13 +157,16 @@ def test_sixteen_byte_rows_on_the_tma_kernel_compute_the_product(dtype, precisio
     else:
         a, b = randn(1, 72, k, dtype=dtype), randn(1, k, 72, dtype=dtype)
     p = dispatch.plan(a, b, precision, sms=132)
-    assert p.persistent and not p.pad and p.a_k_major == padded_rows
+    if precision == "tf32x3":
+        assert p == dispatch.SPLIT_TF32
+    else:
+        assert p.persistent and not p.pad and p.a_k_major == padded_rows
     d = randn(72, dtype=dtype)
     out = torch.full((1, 72, 72), float("nan"), dtype=dtype, device=a.device)
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=p)
     ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
     assert_close(out, ref, dtype, None if precision == "half" else precision, str(p))
-    family = "half" if precision == "half" else "tf32"
+    family = "half" if precision == "half" else "split"
     assert last_config() in {configs.config_name(c, family)
                              for c in configs.persistent_configs(family)}
 

@@ -115,7 +115,7 @@ PERSISTENT_CASES = [
 ] + [
     ("tf32", tile, torch.float32, precision, True)
     for tile in configs.persistent_tiles("tf32") for precision in ("tf32", "tf32x3")
-]
+] + [("split", tile, torch.float32, "tf32x3", True) for tile in configs.persistent_tiles("split")]
 
 
 @requires_kernels
@@ -133,9 +133,17 @@ def test_every_persistent_config(family, tile, dtype, precision, b_k_major):
     d = randn(n, dtype=dtype) if with_d else None
     out = aligned(m, n, dtype, fill=float("nan"))
     assert persistent.supports(a, b, out, precision)
-    persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision,
-                         config=config)
     ref = -(a.double() @ b.double()).cpu()
+    lo = None
+    if family == "split":  # the staged tf32 halves: 3xTF32 as three tf32 dots
+        from triton_gemm.kernels.copy import split_copy
+        kp = -(-k // 16) * 16  # 16-byte rows for TMA; the halves are zero past K
+        (a, a_lo), (b, b_lo) = (split_copy(a[None], (1, m, kp)),
+                                split_copy(b.t()[None], (1, n, kp)))
+        a, b, lo = a[0, :, :k], b[0, :, :k].t(), (a_lo[0, :, :k], b_lo[0, :, :k].t())
+        assert persistent.supports(a, b, out, precision)
+    persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision,
+                         config=config, lo=lo)
     if with_d:
         ref += 2.0 * d.double().cpu()
     assert_close(out, ref, dtype, None if precision == "half" else precision, tile[0])
@@ -179,7 +187,7 @@ def test_persistent_stores_an_unaligned_output_without_tma(dtype, precision):
 def test_every_persistent_config_has_a_measured_shared_memory_size():
     """Both C stores measured; every config runs TMA-stored on the H100, and whatever the
     epilogue, some config of each family fits (the defaults, which run untuned)."""
-    for family in ("half", "tf32"):
+    for family in ("half", "tf32", "split"):
         for tile in configs.persistent_tiles(family):
             (without_d, with_d), pointer_stored = configs.PERSISTENT_SMEM[tile[0]]
             assert without_d <= H100_SMEM, f"{tile[0]} cannot run on the H100"
@@ -265,3 +273,56 @@ def test_copy_kernel_zero_fills_and_transposes(dtype):
     back = torch.full((2, 70, 33), float("nan"), dtype=dtype, device=src.device).transpose(1, 2)
     copy_into(staged[:, :33, :70], back)
     assert torch.equal(back, src)
+
+
+def _tf32_nearest(x: torch.Tensor) -> torch.Tensor:
+    """x (normal float32 values) rounded to 11 significant bits, half away from zero, by
+    float64 arithmetic on the mantissa: an independent reference for the bit trick."""
+    mantissa, exponent = torch.frexp(x.double())
+    scaled = mantissa * 2.0**11
+    rounded = torch.sign(scaled) * torch.floor(scaled.abs() + 0.5)
+    return torch.ldexp(rounded / 2.0**11, exponent.double()).float()
+
+
+@requires_kernels
+def test_split_copy_gives_tf32_halves_that_sum_to_the_source():
+    """The 3xTF32 staging (copy.split_copy): hi is the source rounded to nearest tf32, lo
+    the exact remainder, both with zeroed padding; a transposed source lands K-major.
+    Values on rounding ties and at the fp32 range's edges included."""
+    from triton_gemm.kernels.copy import copy_into
+    src = randn(2, 70, 33) * torch.logspace(-30, 30, 33, device=DEVICE)
+    ties = torch.tensor([1 + 2.0**-11, -(1 + 2.0**-11), 1 + 3 * 2.0**-11, 3.4e38, -1e-30])
+    src[0, 0, :5] = ties.to(DEVICE)
+    src = src.transpose(1, 2)                               # (2, 33, 70), column-major
+    hi = torch.full((2, 40, 80), float("nan"), device=DEVICE)
+    lo = torch.full_like(hi, float("nan"))
+    copy_into(src, hi, lo)
+    expected_hi = torch.zeros(2, 40, 80, device=DEVICE)
+    expected_hi[:, :33, :70] = _tf32_nearest(src.cpu()).to(DEVICE)
+    assert torch.equal(hi, expected_hi)
+    assert (hi.view(torch.int32) & 0x1FFF == 0).all()
+    assert torch.equal(hi[:, :33, :70] + lo[:, :33, :70], src)
+    assert torch.equal(lo[:, 33:], torch.zeros_like(lo[:, 33:]))
+    assert torch.equal(lo[:, :, 70:], torch.zeros_like(lo[:, :, 70:]))
+    assert (lo[:, :33, :70].abs() <= src.abs() * 2.0**-11).all()
+    # Ties round away from zero: 1 + 2^-11 sits halfway between tf32 neighbours.
+    assert hi[0, 0, 0].item() == 1 + 2.0**-10 and hi[0, 1, 0].item() == -(1 + 2.0**-10)
+
+
+@requires_kernels
+def test_split_copy_keeps_infinities_and_nans():
+    from triton_gemm.kernels.copy import split_copy
+    src = torch.tensor([[[float("inf"), float("-inf"), float("nan"), 1.5]]], device=DEVICE)
+    hi, lo = split_copy(src, (1, 1, 4))
+    assert hi[0, 0, 0].item() == float("inf") and hi[0, 0, 1].item() == float("-inf")
+    assert torch.isnan(hi[0, 0, 2]) and hi[0, 0, 3].item() == 1.5
+    assert torch.equal(lo, torch.zeros_like(lo))
+
+
+@requires_kernels
+def test_split_copy_refuses_mismatched_outputs():
+    from triton_gemm.kernels.copy import copy_into
+    src = randn(1, 4, 4)
+    with pytest.raises(ValueError, match="float32"):
+        copy_into(src, torch.empty(1, 4, 4, device=DEVICE),
+                  torch.empty(1, 4, 4, device=DEVICE).transpose(1, 2))

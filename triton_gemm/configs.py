@@ -98,9 +98,19 @@ _PERSISTENT_TILES = {
         ("pt_128x128x32_w4", 128, 128, 32, 4, 3, False),
         ("pt_128x64x32", 128, 64, 32, 4, 4, False),
     ),
+    # 3xTF32 from staged halves: four fp32 tiles per K step (A, B and their remainders),
+    # so half the K depth of the tf32 tiles buys the same stages.
+    "split": (
+        ("ps_128x256x16_sub", 128, 256, 16, 8, 3, True),
+        ("ps_128x128x32_sub", 128, 128, 32, 8, 3, True),
+        ("ps_128x128x16", 128, 128, 16, 8, 4, False),
+        ("ps_128x128x16_w4", 128, 128, 16, 4, 4, False),
+        ("ps_128x64x32", 128, 64, 32, 4, 3, False),
+        ("ps_128x64x16", 128, 64, 16, 4, 4, False),
+    ),
 }
 # Run when tuning is off: fits shared memory with the addmm/bias epilogue too.
-_PERSISTENT_DEFAULT = {"half": "p_128x128x64", "tf32": "pt_128x64x32"}
+_PERSISTENT_DEFAULT = {"half": "p_128x128x64", "tf32": "pt_128x64x32", "split": "ps_128x64x16"}
 
 
 # The split-K kernel (kernels/splitk.py): (name, BM, BN, BK, SPLIT, num_warps, num_stages).
@@ -132,10 +142,11 @@ INTERPRETER_TILE = ("interpreter", 32, 32, 16, 4, 1)
 
 
 # Shared memory per persistent config, read from triton.compile for sm_90 by
-# perf/smem_probe.py (Triton 3.6; the worse of tf32/tf32x3): ((TMA-stored C: bytes without a
-# D epilogue, with one), (pointer-stored C: without, with)). With a TMA-stored C a D costs a
-# tile more because the pipeliner stages D's loads too; a pointer-stored C (unaligned output)
-# needs a layout-conversion buffer instead, which does not fit for pt_128x256x32_sub.
+# perf/smem_probe.py (Triton 3.6; the worse of tf32/tf32x3; "split" tiles with SPLIT on):
+# ((TMA-stored C: bytes without a D epilogue, with one), (pointer-stored C: without, with)).
+# With a TMA-stored C a D costs a tile more because the pipeliner stages D's loads too; a
+# pointer-stored C (unaligned output) needs a layout-conversion buffer instead, which does
+# not fit for pt_128x256x32_sub.
 PERSISTENT_SMEM = {
     "p_128x256x64_sub": ((180248, 213016), (180248, 180248)),
     "p_256x128x64_sub": ((180248, 245784), (213016, 213016)),
@@ -147,6 +158,12 @@ PERSISTENT_SMEM = {
     "pt_128x128x32": ((163872, 229400), (163864, 163864)),
     "pt_128x128x32_w4": ((163872, 229400), (163864, 163864)),
     "pt_128x64x32": ((131104, 163872), (131104, 131104)),
+    "ps_128x256x16_sub": ((213048, 344120), (278584, 278584)),
+    "ps_128x128x32_sub": ((229432, 294968), (262200, 262200)),
+    "ps_128x128x16": ((196672, 262208), (196672, 196672)),
+    "ps_128x128x16_w4": ((196672, 262208), (196672, 196672)),
+    "ps_128x64x32": ((180280, 213048), (180280, 180280)),
+    "ps_128x64x16": ((131136, 163904), (131136, 131136)),
 }
 
 
@@ -328,7 +345,7 @@ def persistent_prune(configs_in, named_args, **kwargs):
     tile size against the problem."""
     a = named_args["a_ptr"]
     limit = _shared_memory_limit(a.device.index if a.device.index is not None else 0)
-    family = family_for(a.dtype, "tf32")
+    family = "split" if kwargs.get("SPLIT") else family_for(a.dtype, "tf32")
     fitting = [c for c in configs_in
                if persistent_fits(c, family, bool(kwargs.get("HAS_D")), limit,
                                   bool(kwargs.get("C_TMA", True)))]

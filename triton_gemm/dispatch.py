@@ -36,7 +36,7 @@ from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
 from .kernels.common import INTERPRETER
-from .kernels.copy import padded_copy
+from .kernels.copy import padded_copy, split_copy
 
 # Elements a leading stride and a masked extent must be multiples of for 16-byte vector
 # loads of every dtype (Triton specialises integer arguments divisible by 16).
@@ -76,13 +76,16 @@ class Plan(NamedTuple):
     b_k_major: bool           # stage B K-contiguous
     persistent: bool = False  # run the persistent TMA kernel (when alignment allows)
     split_k: bool = False     # run the split-K kernel
+    split_tf32: bool = False  # stage tf32 halves of A (row-major) and B (K-major): 3xTF32
+                              # on the persistent kernel as three plain tf32 dots
 
     @property
     def copies(self) -> bool:
-        return self.pad or self.a_k_major or self.b_k_major
+        return self.pad or self.a_k_major or self.b_k_major or self.split_tf32
 
 
 PLAIN = Plan(False, False, False)
+SPLIT_TF32 = Plan(False, True, True, persistent=True, split_tf32=True)
 
 
 def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
@@ -123,12 +126,16 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
     direct = _tma_direct(a, b, fp32_tensor_core) if pad and tma_kernel else None
+    persistent = tma_kernel and tiles >= sms
+    if precision == "tf32x3" and (persistent or direct is not None):
+        # The halves are fresh copies whatever the layout: they replace padding and K-major
+        # staging alike.
+        return SPLIT_TF32
     if direct is not None:
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
         # as they are, at any tile count, instead of padded copies; fp32 operands TMA cannot
         # take as given get their (unpadded) K-major copies.
         return Plan(False, *direct, persistent=True)
-    persistent = tma_kernel and tiles >= sms
     return Plan(pad, a_k_major, b_k_major, persistent, split_k)
 
 
@@ -152,9 +159,15 @@ def _round_up(x: int) -> int:
 
 def stage(a: torch.Tensor, b: torch.Tensor, p: Plan):
     """Copies of A (B, M, Kp) row-major and B (B, Kp, Np), K-major if p.b_k_major, with
-    zeroed padding. Operands the plan leaves alone come back as they are."""
+    zeroed padding. Operands the plan leaves alone come back as they are. A split_tf32
+    plan returns (A hi, B hi, (A lo, B lo)) instead: K rounded up to ALIGN, B K-major."""
     batch, m, k = a.shape
     n = b.shape[2]
+    if p.split_tf32:
+        kp = _round_up(k)
+        a_hi, a_lo = split_copy(a, (batch, m, kp))
+        b_hi, b_lo = split_copy(b.transpose(1, 2), (batch, n, kp))
+        return a_hi, b_hi.transpose(1, 2), (a_lo, b_lo.transpose(1, 2))
     kp, np_ = (_round_up(k), _round_up(n)) if p.pad else (k, n)
     if p.pad or p.a_k_major:
         a = padded_copy(a, (batch, m, kp))
@@ -176,7 +189,13 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
         p = force
     else:
         p = PLAIN if INTERPRETER else plan(a, b, precision, *_persistent.gpu_sms(a.device))
-    if p.copies:
+    lo = None
+    if p.split_tf32 and (precision != "tf32x3" or a.dtype != torch.float32):
+        raise ValueError(f"a split_tf32 plan runs float32 operands at precision 'tf32x3', "
+                         f"not {a.dtype} at {precision!r}")
+    if p.split_tf32:
+        a, b, lo = stage(a, b, p)
+    elif p.copies:
         a, b = stage(a, b, p)
     n = out.shape[2]
     # The single-product kernels take 2-D operands: D broadcast to the one output matrix.
@@ -188,7 +207,11 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     if p.persistent and _persistent.supports(a[0], b[0], out[0], precision):
         # An unaligned output (4097 columns) is stored without TMA, straight into out.
         _persistent.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
-                              precision=precision, activation=activation)
+                              precision=precision, activation=activation,
+                              lo=None if lo is None else (lo[0][0], lo[1][0, :, :n]))
         return out
+    if lo is not None:
+        # hi + lo == the operand exactly: plain tf32x3 on their sum loses nothing.
+        a, b = a + lo[0], b + lo[1]
     return _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
                              activation=activation)

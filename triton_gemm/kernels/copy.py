@@ -1,5 +1,5 @@
 """Strided copy with zero fill, as a Triton kernel: the dispatcher's staged operands (padded
-and K-major copies).
+and K-major copies, and the tf32 halves of a 3xTF32 operand).
 
 Why a kernel of our own rather than torch's copy_ and fill: its launches go through
 common.run_kernel, so the launch cache records and replays a padded call whole; with
@@ -21,12 +21,17 @@ _TILE = 64
 
 
 @triton.jit
-def _copy_kernel(src_ptr, dst_ptr, ROWS, COLS, DST_ROWS, DST_COLS,
+def _copy_kernel(src_ptr, dst_ptr, lo_ptr, ROWS, COLS, DST_ROWS, DST_COLS,
                  s_b, s_r, s_c, d_b, d_r, d_c,
-                 BR: tl.constexpr, BC: tl.constexpr):
+                 SPLIT_TF32: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
     """dst[b, r, c] = src[b, r, c] for r < ROWS, c < COLS, else 0, over dst's
     DST_ROWS x DST_COLS; any strides, 64-bit offsets. One grid axis walks (batch, row tile,
-    column tile): the y and z axes would cap batch and tiles at 65535."""
+    column tile): the y and z axes would cap batch and tiles at 65535.
+
+    SPLIT_TF32 (float32): dst gets x rounded to tf32 (10 mantissa bits, nearest, ties away
+    from zero like cvt.rna.tf32.f32) and lo_ptr (dst's strides) the remainder x - dst,
+    exact in fp32: 3xTF32 operands. A non-finite x leaves a zero remainder, so inf stays inf
+    in the product instead of becoming inf - inf = NaN."""
     pid = tl.program_id(0).to(tl.int64)
     col_tiles = tl.cdiv(DST_COLS, BC)
     tiles = tl.cdiv(DST_ROWS, BR) * col_tiles
@@ -36,21 +41,37 @@ def _copy_kernel(src_ptr, dst_ptr, ROWS, COLS, DST_ROWS, DST_COLS,
     inside = (rows[:, None] < ROWS) & (cols[None, :] < COLS)
     x = tl.load(src_ptr + batch * s_b + rows[:, None] * s_r + cols[None, :] * s_c,
                 mask=inside, other=0.0)
-    tl.store(dst_ptr + batch * d_b + rows[:, None] * d_r + cols[None, :] * d_c, x,
-             mask=(rows[:, None] < DST_ROWS) & (cols[None, :] < DST_COLS))
+    dst_offsets = batch * d_b + rows[:, None] * d_r + cols[None, :] * d_c
+    dst_inside = (rows[:, None] < DST_ROWS) & (cols[None, :] < DST_COLS)
+    if SPLIT_TF32:
+        # Round half away from zero at bit 13: add half an ulp of tf32 to the magnitude
+        # bits, then clear the 13 bits tf32 drops.
+        bits = x.to(tl.uint32, bitcast=True)
+        hi = ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+        finite = (bits & 0x7F800000) != 0x7F800000
+        hi = tl.where(finite, hi, x)
+        tl.store(lo_ptr + dst_offsets, tl.where(finite, x - hi, 0.0), mask=dst_inside)
+        x = hi
+    tl.store(dst_ptr + dst_offsets, x, mask=dst_inside)
 
 
-def copy_into(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+def copy_into(src: torch.Tensor, dst: torch.Tensor, lo: torch.Tensor | None = None):
     """dst (batch, R', C') <- src (batch, R, C) with R <= R', C <= C', the rest of dst zero.
-    Returns dst."""
+    With lo (float32, dst's shape and strides): dst gets src rounded to tf32 and lo the
+    remainder (see _copy_kernel). Returns dst."""
     batch, rows, cols = src.shape
     dst_rows, dst_cols = dst.shape[1], dst.shape[2]
+    if lo is not None and not (src.dtype == dst.dtype == lo.dtype == torch.float32
+                               and lo.shape == dst.shape and lo.stride() == dst.stride()):
+        raise ValueError("a tf32 split needs float32 src, dst and lo, lo shaped and strided "
+                         "like dst")
     if dst.numel() == 0:
         return dst
     grid = (batch * triton.cdiv(dst_rows, _TILE) * triton.cdiv(dst_cols, _TILE),)
     run_kernel(_copy_kernel, grid,
-               (src, dst, rows, cols, dst_rows, dst_cols, *src.stride(), *dst.stride()),
-               {"BR": _TILE, "BC": _TILE, "num_warps": 4})
+               (src, dst, dst if lo is None else lo, rows, cols, dst_rows, dst_cols,
+                *src.stride(), *dst.stride()),
+               {"SPLIT_TF32": lo is not None, "BR": _TILE, "BC": _TILE, "num_warps": 4})
     return dst
 
 
@@ -58,3 +79,13 @@ def padded_copy(src: torch.Tensor, shape: tuple) -> torch.Tensor:
     """A new contiguous (batch, R', C') tensor (scratch: common.workspace) holding src
     (batch, R, C) in its top-left corner and zeros elsewhere."""
     return copy_into(src, workspace(shape, src.dtype, src.device))
+
+
+def split_copy(src: torch.Tensor, shape: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+    """(hi, lo): new contiguous (batch, R', C') float32 tensors (scratch) with src (batch,
+    R, C) rounded to tf32 and its remainder in their top-left corners, zeros elsewhere:
+    the operand halves of a 3xTF32 product, hi + lo == src."""
+    hi = workspace(shape, torch.float32, src.device)
+    lo = workspace(shape, torch.float32, src.device)
+    copy_into(src, hi, lo)
+    return hi, lo

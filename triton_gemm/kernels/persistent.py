@@ -28,14 +28,14 @@ TMA_ALIGN_BYTES = 16
 
 @triton.jit
 def _persistent_kernel(
-    a_ptr, b_ptr, c_ptr, d_ptr,
+    a_ptr, b_ptr, c_ptr, d_ptr, alo_ptr, blo_ptr,
     M, N, K,
     stride_am, stride_bk, stride_bn, stride_cm, stride_dm, stride_dn,
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr,
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K, row-major) @ B (+ beta * D).
@@ -45,6 +45,9 @@ def _persistent_kernel(
     same alignment), else by masked pointer stores (any row stride, e.g. 4097). D: any
     strides (0 to broadcast). Grid: (min(NUM_SMS, tiles),). EPILOGUE_SUBTILE stores a TMA C
     as two BM x BN/2 halves. ACTIVATION: epilogue.ACTIVATIONS code, applied after beta * D.
+    SPLIT (3xTF32 from staged halves): A and B hold float32 operands rounded to tf32 and
+    alo_ptr, blo_ptr their remainders (same shapes and strides); the product is three tf32
+    dots, lo x hi + hi x lo + hi x hi, and PRECISION is ignored.
     """
     dtype = c_ptr.dtype.element_ty
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
@@ -55,6 +58,11 @@ def _persistent_kernel(
     else:
         b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
                                            block_shape=[BK, BN])
+    if SPLIT:
+        alo_desc = tl.make_tensor_descriptor(alo_ptr, shape=[M, K], strides=[stride_am, 1],
+                                             block_shape=[BM, BK])
+        blo_desc = tl.make_tensor_descriptor(blo_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                             block_shape=[BN, BK])
     if C_TMA:
         if EPILOGUE_SUBTILE:
             c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
@@ -85,7 +93,16 @@ def _persistent_kernel(
             if UPCAST:
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
-            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+            if SPLIT:
+                # Dropped: lo x lo, below fp32 rounding (each lo is within 2^-11 of
+                # its operand).
+                a_lo = alo_desc.load([off_m, ki * BK])
+                b_lo = blo_desc.load([off_n, ki * BK]).T
+                acc = tl.dot(a_lo, b, acc, input_precision="tf32")
+                acc = tl.dot(a, b_lo, acc, input_precision="tf32")
+                acc = tl.dot(a, b, acc, input_precision="tf32")
+            else:
+                acc = tl.dot(a, b, acc, input_precision=PRECISION)
 
         acc = acc * alpha
         offs_m = off_m + tl.arange(0, BM)
@@ -107,7 +124,8 @@ def _persistent_kernel(
             c_desc.store([off_m, off_n], acc.to(dtype))
 
 
-PERSISTENT_FAMILIES = ("tf32", "half")
+# "split": 3xTF32 from staged halves (SPLIT), twice the operand tiles per K step.
+PERSISTENT_FAMILIES = ("tf32", "half", "split")
 
 _TUNED = make_tuners(_persistent_kernel, "persistent",
                      {family: configs.persistent_configs(family)
@@ -162,10 +180,18 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str
 
 
 def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activation=0,
-              config=None):
+              config=None, lo=None):
     """out = alpha * a @ b + beta * d on 2-D operands that supports() accepts.
 
-    d: None or broadcastable to out by strides. config pins a triton.Config (tests)."""
+    d: None or broadcastable to out by strides. config pins a triton.Config (tests).
+    lo: (a_lo, b_lo) for 3xTF32 from staged halves (copy.split_copy): a and b then hold the
+    tf32-rounded operands, B K-major, and each lo its remainder with the same strides."""
+    split = lo is not None
+    if split and not (_b_k_major(b) and all(
+            t.dtype == torch.float32 and t.stride() == h.stride() and t.shape == h.shape
+            for t, h in zip(lo, (a, b)))):
+        raise ValueError("3xTF32 halves: float32, B K-major, each remainder shaped and "
+                         "strided like its operand")
     m, k = a.shape
     n = b.shape[1]
     if out.numel() == 0:
@@ -176,17 +202,18 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     num_sms = _num_sms(a.device.index or 0)
     ensure_allocator()
     tuning = tuning_args(m, n, k, a, b)
-    args = (a, b, out, d, m, n, k, a.stride(0), b.stride(0), b.stride(1), out.stride(0),
+    a_lo, b_lo = lo if split else (a, b)  # placeholders the kernel never reads
+    args = (a, b, out, d, a_lo, b_lo, m, n, k, a.stride(0), b.stride(0), b.stride(1), out.stride(0),
             d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d, B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
-                ACTIVATION=activation, C_TMA=_tma_ok(out, out.stride(0)))
+                ACTIVATION=activation, C_TMA=_tma_ok(out, out.stride(0)), SPLIT=split)
 
     def grid(meta_):
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
         return (min(num_sms, tiles),)
 
-    family = "half" if half else "tf32"
+    family = "half" if half else ("split" if split else "tf32")
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.persistent_default_config(family)
     key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], a.dtype, b.dtype, out.dtype,
