@@ -137,7 +137,8 @@ def test_sixteen_byte_rows_skip_the_padded_copies_on_hopper():
     assert dispatch.plan(*half, "half", None).pad  # not Hopper
     assert dispatch.plan(*_ops(1000, 1000, 1000), "tf32", sms) == \
         dispatch.Plan(False, False, True, True)
-    assert dispatch.plan(*_ops(1000, 1000, 1000, "col"), "tf32x3", sms) == dispatch.SPLIT_TF32
+    assert dispatch.plan(*_ops(1000, 1000, 1000, "col"), "tf32x3", sms) == \
+        dispatch.Plan(False, True, True, True)
     assert dispatch.plan(*_ops(1000, 1000, 1000), "ieee", sms).pad  # SIMT: no TMA path
     assert dispatch.plan(*_ops(4097, 4097, 4097, dtype=torch.float16), "half", sms).pad
     assert dispatch.plan(*_ops(4097, 4096, 4097), "tf32", sms).pad
@@ -170,7 +171,7 @@ def test_persistent_plans_for_unaligned_operands_stage_what_the_kernel_takes(dty
         if not p.persistent:
             continue
         persistent += 1
-        assert p.split_tf32 == (precision == "tf32x3")
+        assert p.split_tf32 == (precision == "tf32x3" and b.shape[2] % 4 == 0)
         sa, sb, *_ = dispatch.stage(a, b, p)
         out = torch.empty(a.shape[1], b.shape[2], dtype=dtype, device=DEVICE)
         assert _persistent.supports(sa[0], sb[0, :, :b.shape[2]], out, precision), \
@@ -193,18 +194,33 @@ def test_sixteen_byte_rows_on_the_tma_kernel_compute_the_product(dtype, precisio
     else:
         a, b = randn(1, 72, k, dtype=dtype), randn(1, k, 72, dtype=dtype)
     p = dispatch.plan(a, b, precision, sms=132)
-    if precision == "tf32x3":
-        assert p == dispatch.SPLIT_TF32
-    else:
-        assert p.persistent and not p.pad and p.a_k_major == padded_rows
+    assert p.persistent and not p.pad and p.a_k_major == padded_rows
     d = randn(72, dtype=dtype)
     out = torch.full((1, 72, 72), float("nan"), dtype=dtype, device=a.device)
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=p)
     ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
     assert_close(out, ref, dtype, None if precision == "half" else precision, str(p))
-    family = "half" if precision == "half" else "split"
+    family = "half" if precision == "half" else "tf32"
     assert last_config() in {configs.config_name(c, family)
                              for c in configs.persistent_configs(family)}
+
+
+def test_tf32x3_stages_halves_for_large_products_with_aligned_output_rows():
+    """The split plan where it measured faster: persistent tile counts and outputs TMA can
+    store; 4097 columns (pointer-stored output) and 1000^3 (64 tiles) keep the old paths."""
+    sms = 132
+    assert dispatch.plan(*_ops(4096, 4096, 4096), "tf32x3", sms) == dispatch.SPLIT_TF32
+    assert dispatch.plan(*_ops(4096, 4096, 4096, "col", "col"), "tf32x3", sms) == \
+        dispatch.SPLIT_TF32
+    assert dispatch.plan(*_padded_rows(3000, 3000, 3000, torch.float32), "tf32x3", sms) == \
+        dispatch.SPLIT_TF32
+    assert not dispatch.plan(*_ops(4097, 4097, 4097), "tf32x3", sms).split_tf32
+    assert not dispatch.plan(*_ops(4096, 4097, 4096), "tf32x3", sms).split_tf32
+    assert not dispatch.plan(*_ops(1000, 1000, 1000), "tf32x3", sms).split_tf32
+    # At the tile-count threshold: 11 x 12 = 132 tiles of 128 x 128 split, 11 x 11 do not.
+    assert dispatch.plan(*_ops(1408, 1536, 512), "tf32x3", sms) == dispatch.SPLIT_TF32
+    assert not dispatch.plan(*_ops(1408, 1408, 512), "tf32x3", sms).split_tf32
+    assert not dispatch.plan(*_ops(4096, 4096, 4096), "tf32", sms).split_tf32
 
 
 def test_persistent_kernel_for_large_single_products_on_hopper():

@@ -18,6 +18,13 @@ perf/plans.py, H100, bf16, GPU time with L2 flushed: 1000^3 unpadded 29-40 us, p
 padded 88 (cuBLAS 11.7); 8192x50257x768 (the vocabulary projection) unpadded 1.17 ms,
 padded 1.23-1.40 (cuBLAS 6.52).
 
+3xTF32 (tf32x3) on the persistent kernel stages each operand as two tf32 halves (hi + exact
+remainder; kernels/copy.py) so the kernel runs three plain tf32 dots from TMA tiles instead of
+splitting both operands in its K loop. perf/plans.py, H100, against the in-loop split:
+4096^3 90.8 vs 77.0 TFLOPS, 8192^3 92.1 vs 79.1, 3000^3 padded rows 74.9 vs 66.3; not
+where the output rows are unaligned (4097^3: 60.9 vs 67.1 padded, in-loop split) or tiles
+are too few for the persistent kernel (1000^3: 25.4 vs 36.5 direct).
+
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle. On
@@ -127,9 +134,10 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
                   and (precision == "half" or fp32_tensor_core))
     direct = _tma_direct(a, b, fp32_tensor_core) if pad and tma_kernel else None
     persistent = tma_kernel and tiles >= sms
-    if precision == "tf32x3" and (persistent or direct is not None):
+    if precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0:
         # The halves are fresh copies whatever the layout: they replace padding and K-major
-        # staging alike.
+        # staging alike. Only where the (new, row-major) output takes a TMA store: a pointer
+        # store's conversion buffer leaves the split tiles short of shared memory.
         return SPLIT_TF32
     if direct is not None:
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
