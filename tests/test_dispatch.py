@@ -89,7 +89,7 @@ def test_tf32x3_paths_are_as_accurate_as_cublas_sgemm():
     """Issue-level accuracy: tf32x3 no worse than cuBLAS fp32 (no TF32) on the same inputs,
     at a long K where a biased accumulation shows (the split path adding every product
     into the tensor core's accumulator measured 5.7e-5 at K = 8192, cuBLAS 1.6e-6)."""
-    m, n, k = 1536, 1536, 8192  # 144 tiles of 128 x 128: the auto plan is the split one
+    m, n, k = 3072, 3072, 8192  # large enough that the auto plan stages halves
     a, b = randn(1, m, k), randn(1, k, n)
     ref = a.double() @ b.double()
     allow = torch.backends.cuda.matmul.allow_tf32
@@ -217,10 +217,23 @@ def test_tf32x3_stages_halves_for_large_products_with_aligned_output_rows():
     assert not dispatch.plan(*_ops(4097, 4097, 4097), "tf32x3", sms).split_tf32
     assert not dispatch.plan(*_ops(4096, 4097, 4096), "tf32x3", sms).split_tf32
     assert not dispatch.plan(*_ops(1000, 1000, 1000), "tf32x3", sms).split_tf32
-    # At the tile-count threshold: 11 x 12 = 132 tiles of 128 x 128 split, 11 x 11 do not.
-    assert dispatch.plan(*_ops(1408, 1536, 512), "tf32x3", sms) == dispatch.SPLIT_TF32
-    assert not dispatch.plan(*_ops(1408, 1408, 512), "tf32x3", sms).split_tf32
     assert not dispatch.plan(*_ops(4096, 4096, 4096), "tf32", sms).split_tf32
+    # Copies against compute (_halves_pay), on shapes measured both ways: an nt weight
+    # product needs no copies for the in-loop split, so only large M and N repay the halves.
+    assert dispatch.plan(*_ops(8192, 4096, 4096, "row", "col"), "tf32x3", sms) == \
+        dispatch.SPLIT_TF32
+    assert not dispatch.plan(*_ops(2048, 11008, 4096, "row", "col"), "tf32x3", sms).split_tf32
+    assert not dispatch.plan(*_ops(128, 28672, 8192, "row", "col"), "tf32x3", sms).split_tf32
+
+
+def test_halves_pay_at_the_cost_threshold():
+    """The rule itself at its boundary: square nn products with a K-major copy of B."""
+    def pays(s):
+        return dispatch._halves_pay(s, s, s, s * s)
+    assert pays(4096) and not pays(1024)
+    boundary = next(s for s in range(1024, 4097, 16) if pays(s))
+    assert all(pays(s) for s in range(boundary, 4097, 16))
+    assert 2048 < boundary < 4096
 
 
 def test_persistent_kernel_for_large_single_products_on_hopper():

@@ -22,8 +22,9 @@ padded 1.23-1.40 (cuBLAS 6.52).
 remainder; kernels/copy.py) so the kernel runs three plain tf32 dots from TMA tiles instead of
 splitting both operands in its K loop. perf/plans.py, H100, against the in-loop split:
 4096^3 90.8 vs 77.0 TFLOPS, 8192^3 92.1 vs 79.1, 3000^3 padded rows 74.9 vs 66.3; not
-where the output rows are unaligned (4097^3: 60.9 vs 67.1 padded, in-loop split) or tiles
-are too few for the persistent kernel (1000^3: 25.4 vs 36.5 direct).
+where the output rows are unaligned (4097^3: 60.9 vs 67.1 padded, in-loop split), tiles
+are too few for the persistent kernel (1000^3: 25.4 vs 36.5 direct), or copying the
+halves costs more than the faster kernel saves (_halves_pay).
 
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
@@ -134,7 +135,9 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
                   and (precision == "half" or fp32_tensor_core))
     direct = _tma_direct(a, b, fp32_tensor_core) if pad and tma_kernel else None
     persistent = tma_kernel and tiles >= sms
-    if precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0:
+    if (precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
+            and _halves_pay(m, n, k, pad * (m + n) * k + a_k_major * m * k
+                            + b_k_major * k * n)):
         # The halves are fresh copies whatever the layout: they replace padding and K-major
         # staging alike. Only where the (new, row-major) output takes a TMA store: a pointer
         # store's conversion buffer leaves the split tiles short of shared memory.
@@ -145,6 +148,25 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # take as given get their (unpadded) K-major copies.
         return Plan(False, *direct, persistent=True)
     return Plan(pad, a_k_major, b_k_major, persistent, split_k)
+
+
+# Staged tf32 halves against the in-loop split, H100 (perf/plans.py and a per-config probe):
+# the persistent kernel runs 96-98 TFLOPS on halves against 77-79 splitting in its K loop;
+# the halves cost 12 bytes per operand element (read 4, write 8) at 2.6 TB/s (74 us for a
+# 4096 x 4096 operand), the in-loop path's K-major/padded copies 8.
+HALVES_TFLOPS, IN_LOOP_TFLOPS, COPY_BYTES_PER_S = 96e12, 77e12, 2.6e12
+# The halves must save twice what their extra copies cost: 2048x11008x4096 nt was +10% by
+# the estimate at margin 1 and measured 5% slower (1.71x vs 1.79x cuBLAS SGEMM);
+# 128x28672x8192 nt, all copies and little compute, ran 0.74x against 1.58x.
+HALVES_MARGIN = 2.0
+
+
+def _halves_pay(m: int, n: int, k: int, in_loop_copied: int) -> bool:
+    """Whether staging tf32 halves of A and B beats the in-loop split, whose plan copies
+    in_loop_copied operand elements (padding, K-major copies)."""
+    extra_bytes = 12 * (m + n) * k - 8 * in_loop_copied
+    saved_s = 2 * m * n * k * (1 / IN_LOOP_TFLOPS - 1 / HALVES_TFLOPS)
+    return HALVES_MARGIN * extra_bytes / COPY_BYTES_PER_S < saved_s
 
 
 def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
