@@ -27,14 +27,15 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = Tr
     """Compile one config the way the GPU specialises it: pointers and sizes divisible by
     16 (stride_cm not, for a pointer-stored C), and (the costly case) a D with unit column
     stride."""
-    _, bm, bn, bk, warps, stages, subtile = tile
+    _, bm, bn, bk, warps, stages, subtile, *ws = tile
     sig = {name: f"*{dtype}"
            for name in ("a_ptr", "b_ptr", "c_ptr", "d_ptr", "alo_ptr", "blo_ptr")}
     sig.update({name: "i32" for name in INT_ARGS})
     sig.update(alpha="fp32", beta="fp32")
     const = dict(PRECISION=precision, HAS_D=has_d, B_K_MAJOR=True, UPCAST=False, NUM_SMS=132,
                  C_TMA=c_tma, ACTIVATION=0, SPLIT=split,
-                 BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile)
+                 BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,
+                 WARP_SPECIALIZE=bool(ws and ws[0]))
     if has_d:
         const["stride_dn"] = 1
     order = list(_persistent_kernel.arg_names)
@@ -50,7 +51,7 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = Tr
 
 
 def main() -> int:
-    cases = {"half": [("fp16", "tf32", False)],
+    cases = {"half": [("fp16", "tf32", False)], "half_mid": [("fp16", "tf32", False)],
              "tf32": [("fp32", "tf32", False), ("fp32", "tf32x3", False)],
              "split": [("fp32", "tf32x3", True)]}
     print("name: ((TMA-stored C: bytes without D, with D), (pointer-stored C: ...))")

@@ -109,8 +109,8 @@ def aligned(rows, cols, dtype, fill=None):
 
 
 PERSISTENT_CASES = [
-    ("half", tile, dtype, "half", b_k_major)
-    for tile in configs.persistent_tiles("half")
+    (family, tile, dtype, "half", b_k_major)
+    for family in ("half", "half_mid") for tile in configs.persistent_tiles(family)
     for dtype in (torch.float16, torch.bfloat16) for b_k_major in (False, True)
 ] + [
     ("tf32", tile, torch.float32, precision, True)
@@ -187,7 +187,7 @@ def test_persistent_stores_an_unaligned_output_without_tma(dtype, precision):
 def test_every_persistent_config_has_a_measured_shared_memory_size():
     """Both C stores measured; every config runs TMA-stored on the H100, and whatever the
     epilogue, some config of each family fits (the defaults, which run untuned)."""
-    for family in ("half", "tf32", "split"):
+    for family in ("half", "half_mid", "tf32", "split"):
         for tile in configs.persistent_tiles(family):
             (without_d, with_d), pointer_stored = configs.PERSISTENT_SMEM[tile[0]]
             assert without_d <= H100_SMEM, f"{tile[0]} cannot run on the H100"
@@ -326,3 +326,30 @@ def test_split_copy_refuses_mismatched_outputs():
     with pytest.raises(ValueError, match="float32"):
         copy_into(src, torch.empty(1, 4, 4, device=DEVICE),
                   torch.empty(1, 4, 4, device=DEVICE).transpose(1, 2))
+
+
+WARP_SPECIALIZED = [(family, tile) for family in ("half", "half_mid")
+                    for tile in configs.persistent_tiles(family) if tile[7:8] == (True,)]
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="warp specialisation is compiled for the GPU only")
+@pytest.mark.parametrize("family,tile", WARP_SPECIALIZED, ids=[t[0] for _, t in WARP_SPECIALIZED])
+@pytest.mark.parametrize("m,n,k", [(300, 270, 200), (2100, 4100, 136), (1000, 520, 1000),
+                                   (128, 4096, 4096)])
+def test_warp_specialized_configs_over_shapes(family, tile, m, n, k):
+    """Triton's warp specialisation on sm_90 is new: a 128x64x128 warp-specialised tile was
+    wrong on a ragged product while right on aligned ones, so each warp-specialised config
+    is checked over K tails, several tiles per program, both B layouts and with a D."""
+    config = configs.persistent_configs(family)[configs.persistent_tiles(family).index(tile)]
+    for dtype in (torch.float16, torch.bfloat16):
+        for b_k_major in (False, True):
+            a = aligned(m, k, dtype)
+            b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
+            with_d = b_k_major and configs.persistent_fits(config, family, True, H100_SMEM)
+            d = randn(n, dtype=dtype) if with_d else None
+            out = aligned(m, n, dtype, fill=float("nan"))
+            persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, config=config)
+            ref = -(a.double() @ b.double())
+            if with_d:
+                ref += 2.0 * d.double()
+            assert_close(out, ref, dtype, None, f"{tile[0]} {dtype} kmajor={b_k_major}")

@@ -77,7 +77,8 @@ _SIMT_TILES = (
 FAMILIES = ("simt", "tf32", "half")
 
 # The persistent TMA kernel (kernels/persistent.py), tensor-core families only:
-# (name, BM, BN, BK, num_warps, num_stages, EPILOGUE_SUBTILE). A probe persistent kernel
+# (name, BM, BN, BK, num_warps, num_stages, EPILOGUE_SUBTILE[, WARP_SPECIALIZE]). A probe
+# persistent kernel
 # with 128x256x64, 8 warps, 3 stages, grouped order reached 701 TFLOPS fp16 at 4096^3 on the
 # H100 (0.96x cuBLAS in the same run) and 1.10x at 8192^3. EPILOGUE_SUBTILE stores C in two
 # halves, halving the epilogue's shared memory; with a fused D the pipeliner stages D too,
@@ -90,6 +91,24 @@ _PERSISTENT_TILES = {
         ("p_128x256x64_s2", 128, 256, 64, 8, 2, False),
         ("p_128x128x64", 128, 128, 64, 8, 4, False),
         ("p_128x128x64_w4", 128, 128, 64, 4, 4, False),
+        # Warp-specialised (WARP_SPECIALIZE: TMA producer warps apart from the dot warps),
+        # tile_probe.py, H100, fp16, L2 flushed: 8192^3 1603 us against 1737 for the same
+        # tile unspecialised (cuBLAS 1675); 4096^3 208 against 206 (cuBLAS 185).
+        ("p_128x256x64_sub_ws", 128, 256, 64, 8, 3, True, True),
+    ),
+    # Mid-M products (65..MID_M_MAX rows against a weight, fewer 128x128 tiles than SMs):
+    # reading the weight once dominates, so small tiles spread it over more SMs through deep
+    # pipelines. tile_probe.py, H100, fp16 nt, L2 flushed, us (plain kernel as tuned, cuBLAS):
+    # 128x4096x4096 64x64x128 26.0 (30.1, 22.3); 128x4096x11008 64x64x128 52.6 (62.5, 48.3);
+    # 128x8192x28672 128x64x128 184.5 (192.2, 190.2); 128x11008x4096 128x128x64 w4 s6 49.9
+    # (50.0, 47.1); 256x4096x4096 128x64x64 s8 29.0 (32.4, 26.4). Dropped: 128x64x128
+    # warp-specialised (28.7 there) computed wrong results on a ragged 300x270x200 product
+    # (relative error 3e-2, H100, triton 3.6).
+    "half_mid": (
+        ("pm_64x64x128", 64, 64, 128, 4, 5, False),
+        ("pm_128x64x128", 128, 64, 128, 4, 4, False),
+        ("pm_128x128x64_s6", 128, 128, 64, 4, 6, False),
+        ("pm_128x64x64_s8", 128, 64, 64, 4, 8, False),
     ),
     "tf32": (
         ("pt_128x256x32_sub", 128, 256, 32, 8, 3, True),
@@ -110,7 +129,23 @@ _PERSISTENT_TILES = {
     ),
 }
 # Run when tuning is off: fits shared memory with the addmm/bias epilogue too.
-_PERSISTENT_DEFAULT = {"half": "p_128x128x64", "tf32": "pt_128x64x32", "split": "ps_128x64x16"}
+_PERSISTENT_DEFAULT = {"half": "p_128x128x64", "half_mid": "pm_64x64x128", "tf32": "pt_128x64x32",
+                       "split": "ps_128x64x16"}
+
+# Rows up to which a 16-bit product with fewer 128x128 tiles than SMs takes the mid-M tiles.
+MID_M_MAX = 256
+
+
+def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int) -> str:
+    """The persistent config family of a product: "split" for staged tf32 halves, "tf32" for
+    fp32 operands, "half_mid" for 16-bit ones with at most MID_M_MAX rows and fewer 128x128
+    tiles than SMs, else "half"."""
+    if split:
+        return "split"
+    if dtype not in (torch.float16, torch.bfloat16):
+        return "tf32"
+    tiles = -(-m // 128) * -(-n // 128)
+    return "half_mid" if m <= MID_M_MAX and tiles < sms else "half"
 
 
 # The split-K kernel (kernels/splitk.py): (name, BM, BN, BK, SPLIT, num_warps, num_stages).
@@ -153,6 +188,11 @@ PERSISTENT_SMEM = {
     "p_128x256x64_s2": ((163856, 196624), (131088, 131088)),
     "p_128x128x64": ((163872, 196640), (163872, 163872)),
     "p_128x128x64_w4": ((163872, 172064), (139296, 139296)),
+    "p_128x256x64_sub_ws": ((180248, 180248), (147480, 147480)),
+    "pm_64x64x128": ((172072, 180264), (172072, 172072)),
+    "pm_128x64x128": ((213024, 229408), (213024, 213024)),
+    "pm_128x128x64_s6": ((229424, 237616), (204848, 204848)),
+    "pm_128x64x64_s8": ((213056, 229440), (213056, 213056)),
     "pt_128x256x32_sub": ((229408, 344088), (278552, 278552)),
     "pt_128x128x32_sub": ((163896, 229408), (196640, 196640)),
     "pt_128x128x32": ((163872, 229400), (163864, 163864)),
@@ -206,9 +246,13 @@ def persistent_default_config(family: str) -> triton.Config:
 
 
 def persistent_configs(family: str) -> list[triton.Config]:
-    return [triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": GROUP_M,
-                           "EPILOGUE_SUBTILE": sub}, num_warps=w, num_stages=st)
-            for _, bm, bn, bk, w, st, sub in persistent_tiles(family)]
+    return [persistent_config(*t[1:]) for t in persistent_tiles(family)]
+
+
+def persistent_config(bm, bn, bk, warps, stages, subtile, warp_specialize=False):
+    return triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": GROUP_M,
+                          "EPILOGUE_SUBTILE": subtile, "WARP_SPECIALIZE": warp_specialize},
+                         num_warps=warps, num_stages=stages)
 
 
 def splitk_tiles(family: str) -> tuple:
@@ -281,7 +325,8 @@ def config_name(config: triton.Config, family: str) -> str:
     if "EPILOGUE_SUBTILE" in kw:
         for tile in persistent_tiles(family):
             if (tile[1:4] == (kw["BM"], kw["BN"], kw["BK"]) and tile[4] == config.num_warps
-                    and tile[5] == config.num_stages and tile[6] == kw["EPILOGUE_SUBTILE"]):
+                    and tile[5] == config.num_stages and tile[6] == kw["EPILOGUE_SUBTILE"]
+                    and bool(tile[7:8] and tile[7]) == kw.get("WARP_SPECIALIZE", False)):
                 return tile[0]
     for tile in tiles(family):
         if (tile[1:4] == (kw["BM"], kw["BN"], kw["BK"]) and tile[4] == config.num_warps
@@ -340,12 +385,11 @@ def persistent_fits(config, family: str, has_d: bool, smem_limit: int,
     return PERSISTENT_SMEM[config_name(config, family)][int(not c_tma)][int(has_d)] <= smem_limit
 
 
-def persistent_prune(configs_in, named_args, **kwargs):
-    """early_config_prune of the persistent kernel: shared memory (with its epilogue) and
-    tile size against the problem."""
+def persistent_prune(configs_in, named_args, family: str, **kwargs):
+    """early_config_prune of the persistent kernel's family tuner: shared memory (with its
+    epilogue) and tile size against the problem."""
     a = named_args["a_ptr"]
     limit = _shared_memory_limit(a.device.index if a.device.index is not None else 0)
-    family = "split" if kwargs.get("SPLIT") else family_for(a.dtype, "tf32")
     fitting = [c for c in configs_in
                if persistent_fits(c, family, bool(kwargs.get("HAS_D")), limit,
                                   bool(kwargs.get("C_TMA", True)))]

@@ -30,7 +30,8 @@ Single (unbatched) products with at most one 64x64 output tile per two SMs and a
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle. On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
-kernel (kernels/persistent.py) when its alignment rules hold after staging; the rest, and
+kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
+mid-M products (65..256 rows against a large weight) on its small tiles; the rest, and
 every batched product, run on the plain tiled kernel (kernels/matmul.py).
 """
 
@@ -40,6 +41,7 @@ from typing import NamedTuple
 
 import torch
 
+from . import configs
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
@@ -63,6 +65,13 @@ STAGE_MIN = 512
 # The persistent kernel keeps every SM busy only with at least one tile per SM; below that
 # the plain kernel's grid is no smaller and skips the tile loop.
 PERSISTENT_TILE = 128
+# Except for 16-bit mid-M products (SKINNY_M < M <= configs.MID_M_MAX) against a weight of
+# at least MID_MIN_WEIGHT elements: the persistent kernel's small deep-pipelined tiles
+# (configs "half_mid") read the weight faster than the plain kernel's. tile_probe.py, H100,
+# fp16 nt, L2 flushed, best mid tile against the plain kernel as tuned (cuBLAS):
+# 128x4096x4096 26.0 vs 30.1 us (22.3), 128x4096x11008 52.6 vs 62.5 (48.3), 128x8192x28672
+# 184.5 vs 192.2 (190.2), 256x4096x4096 28.7 vs 32.4 (26.4); 1024^3 (not mid-M) 12.3 vs 11.1.
+MID_MIN_WEIGHT = 4096 * 4096
 
 # Split K when the product has at most half as many SPLITK_TILE x SPLITK_TILE output tiles as
 # SMs and K is at least SPLITK_MIN_K (8 steps of the split-K kernel's BK = 128, unmeasured).
@@ -134,7 +143,9 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
     direct = _tma_direct(a, b, fp32_tensor_core) if pad and tma_kernel else None
-    persistent = tma_kernel and tiles >= sms
+    mid_m = (precision == "half" and SKINNY_M < m <= configs.MID_M_MAX
+             and n * k >= MID_MIN_WEIGHT)
+    persistent = tma_kernel and (tiles >= sms or mid_m)
     if (precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
             and _halves_pay(m, n, k, pad * (m + n) * k + a_k_major * m * k
                             + b_k_major * k * n)):

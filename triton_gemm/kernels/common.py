@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from typing import NamedTuple
@@ -225,11 +226,12 @@ _tuners: dict = {}  # (kernel name, family) -> triton Autotuner
 
 def make_tuners(kernel, name: str, family_configs: dict, prune) -> dict:
     """One triton.autotune wrapper of kernel per config family, registered for
-    tuned_configs(): {family: autotuner}."""
+    tuned_configs(): {family: autotuner}. prune is called with family= as well."""
     tuners = {}
     for family, family_list in family_configs.items():
         tuners[family] = triton.autotune(configs=family_list, key=configs.TUNING_KEY,
-                                         prune_configs_by={"early_config_prune": prune},
+                                         prune_configs_by={"early_config_prune": functools.partial(
+                                             prune, family=family)},
                                          cache_results=TUNE_CACHE)(kernel)
         _tuners[(name, family)] = tuners[family]
     return tuners

@@ -36,7 +36,7 @@ def _persistent_kernel(
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
     SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-    EPILOGUE_SUBTILE: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K, row-major) @ B (+ beta * D).
 
@@ -77,8 +77,10 @@ def _persistent_kernel(
     num_tiles = num_pid_m * num_pid_n
     tiles_per_group = GROUP_M * num_pid_n
     # flatten=True lets the compiler pipeline loads of the next tile's first K steps
-    # behind the current tile's epilogue.
-    for tile in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=True):
+    # behind the current tile's epilogue. WARP_SPECIALIZE: producer warps issue the TMA
+    # loads, consumer warpgroups the dots and epilogue (not with flatten on sm_90).
+    for tile in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=not WARP_SPECIALIZE,
+                         warp_specialize=WARP_SPECIALIZE):
         first_m = (tile // tiles_per_group) * GROUP_M
         group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
         off_m = (first_m + (tile % tiles_per_group) % group_rows) * BM
@@ -132,8 +134,10 @@ def _persistent_kernel(
             c_desc.store([off_m, off_n], acc.to(dtype))
 
 
-# "split": 3xTF32 from staged halves (SPLIT), twice the operand tiles per K step.
-PERSISTENT_FAMILIES = ("tf32", "half", "split")
+# "split": 3xTF32 from staged halves (SPLIT), twice the operand tiles per K step;
+# "half_mid": small 16-bit tiles for products with fewer tiles than SMs
+# (configs.persistent_family).
+PERSISTENT_FAMILIES = ("tf32", "half", "half_mid", "split")
 
 _TUNED = make_tuners(_persistent_kernel, "persistent",
                      {family: configs.persistent_configs(family)
@@ -221,7 +225,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
         return (min(num_sms, tiles),)
 
-    family = "half" if half else ("split" if split else "tf32")
+    family = configs.persistent_family(a.dtype, split, m, n, num_sms)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.persistent_default_config(family)
     key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], a.dtype, b.dtype, out.dtype,

@@ -1,0 +1,144 @@
+"""Time chosen configs of the persistent, split-K and plain kernels on a shape, beside cuBLAS
+and the library's own choice: the measurement behind new tiles and dispatch thresholds.
+
+    python perf/tile_probe.py --case 128,4096,4096,nt --precision fp16
+    python perf/tile_probe.py --case 128,4096,4096,nt --only persistent
+
+Each config is first checked against float64 on a NaN-poisoned output, then timed with
+triton.testing.do_bench (median, L2 flushed: operands come from memory, as in the report's
+eager column). Prints microseconds, ratio to cuBLAS and the operand bytes per second. GPU only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+import triton
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from perf import bench  # noqa: E402
+from perf.suites import Case  # noqa: E402
+import triton_gemm  # noqa: E402
+from triton_gemm import configs  # noqa: E402
+from triton_gemm.kernels import matmul as plain_kernel  # noqa: E402
+from triton_gemm.kernels import persistent as persistent_kernel  # noqa: E402
+from triton_gemm.kernels import splitk as splitk_kernel  # noqa: E402
+from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
+
+LIBRARY_PRECISION = {"fp16": "half", "bf16": "half", "tf32": "tf32"}
+
+# Candidates, 16-bit operands (fp32 operands halve BK). persistent: (BM, BN, BK, warps,
+# stages, epilogue subtile[, warp specialised]); splitk: (BM, BN, BK, SPLIT, warps, stages); plain: (BM, BN, BK,
+# warps, stages).
+PERSISTENT = [
+    (128, 64, 64, 4, 4, False), (128, 64, 64, 4, 6, False), (128, 64, 64, 4, 8, False),
+    (128, 64, 128, 4, 4, False), (128, 32, 128, 4, 6, False), (128, 32, 64, 4, 8, False),
+    (128, 128, 64, 4, 4, False), (128, 128, 64, 4, 6, False), (128, 128, 64, 8, 4, False),
+    (64, 64, 128, 4, 5, False), (64, 128, 64, 4, 6, False),
+]
+SPLITK = [
+    (128, 128, 64, 2, 8, 4), (128, 128, 64, 4, 8, 4), (128, 64, 64, 2, 4, 4),
+    (128, 64, 128, 2, 4, 4), (64, 128, 64, 2, 4, 4), (64, 64, 128, 2, 4, 4),
+]
+PLAIN = [(64, 64, 64, 4, 5), (128, 64, 64, 4, 4), (64, 64, 128, 4, 4), (128, 32, 128, 4, 4)]
+
+
+def candidates(precision: str, persistent=None) -> list[tuple[str, str, callable]]:
+    """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent: tiles
+    replacing PERSISTENT)."""
+    word = 1 if precision in ("fp16", "bf16") else 2
+    prec = LIBRARY_PRECISION[precision]
+    out = []
+    for bm, bn, bk, w, st, sub, *ws in persistent or PERSISTENT:
+        ws = bool(ws and ws[0])
+        cfg = configs.persistent_config(bm, bn, bk // word, w, st, sub, ws)
+        out.append(("persistent", f"{bm}x{bn}x{bk // word} w{w} s{st}{' sub' if sub else ''}"
+                                  f"{' ws' if ws else ''}",
+                    lambda a, b, c, cfg=cfg: persistent_kernel.matmul_2d(
+                        a, b, c, precision=prec, config=cfg)))
+    for bm, bn, bk, split, w, st in SPLITK:
+        cfg = triton.Config({"BM": bm, "BN": bn, "BK": bk // word, "SPLIT": split},
+                            num_warps=w, num_stages=st)
+        out.append(("splitk", f"{bm}x{bn}x{bk // word} split{split} w{w} s{st}",
+                    lambda a, b, c, cfg=cfg: splitk_kernel.matmul_2d(
+                        a, b, c, precision=prec, config=cfg)))
+    for bm, bn, bk, w, st in PLAIN:
+        cfg = triton.Config({"BM": bm, "BN": bn, "BK": bk // word, "GROUP_M": 8},
+                            num_warps=w, num_stages=st)
+        out.append(("plain", f"{bm}x{bn}x{bk // word} w{w} s{st}",
+                    lambda a, b, c, cfg=cfg: plain_kernel.matmul_3d(
+                        a[None], b[None], c[None], precision=prec, config=cfg)[0]))
+    return out
+
+
+def probe(case: Case, precision: str, kinds: set, persistent=None) -> None:
+    import triton.testing
+    dtype = bench.DTYPES[precision]
+    a, b = bench.make_operands(case, dtype, "cuda")[0]
+    m, n, k = case.m, case.n, case.k
+    nbytes = (m * k + k * n + m * n) * a.element_size()
+    tol = tolerance(dtype, LIBRARY_PRECISION[precision])
+    ref = a.double() @ b.double()
+    print(f"{case.label} {precision}: {nbytes / 1e6:.0f} MB of operands")
+
+    def show(label, fn):
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+        try:
+            c = fn(a, b, c)
+        except Exception as exc:  # a config that does not compile or fit: say so, go on
+            print(f"  {label:40s} failed: {type(exc).__name__}: {str(exc)[:80]}")
+            return None
+        err = rel_error(c, ref)
+        if not err <= tol:
+            print(f"  {label:40s} WRONG: rel error {err:.1e} > {tol:.1e}")
+            return None
+        us = triton.testing.do_bench(lambda: fn(a, b, c), warmup=25, rep=100,
+                                     return_mode="median") * 1e3
+        return us
+
+    with bench.cublas_precision(precision):
+        base = triton.testing.do_bench(lambda: a @ b, return_mode="median") * 1e3
+        print(f"  {'cublas':40s} {base:8.1f} us  1.00x  {nbytes / base / 1e6:5.2f} TB/s")
+    lib = None if precision in ("fp16", "bf16") else precision
+    runs = [("auto", "library", lambda a_, b_, c_: triton_gemm.matmul(a_, b_, precision=lib))]
+    runs += [r for r in candidates(precision, persistent) if r[0] in kinds]
+    for kind, label, fn in runs:
+        us = show(f"{kind} {label}", fn)
+        if us is not None:
+            print(f"  {kind + ' ' + label:40s} {us:8.1f} us  {base / us:4.2f}x  "
+                  f"{nbytes / us / 1e6:5.2f} TB/s")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", action="append", required=True, metavar="M,N,K[,LAYOUT]")
+    parser.add_argument("--precision", default="fp16", choices=sorted(LIBRARY_PRECISION))
+    parser.add_argument("--only", default="persistent,splitk,plain",
+                        help="kernels to try, comma-separated (persistent, splitk, plain)")
+    parser.add_argument("--persistent", action="append", default=None,
+                        metavar="BM,BN,BK,WARPS,STAGES,SUBTILE[,WS]",
+                        help="persistent tiles to try instead of the built-in list "
+                             "(SUBTILE, WS: 0 or 1; BK for 16-bit operands)")
+    args = parser.parse_args(argv)
+    tiles = None
+    if args.persistent:
+        tiles = [tuple(int(v) for v in spec.split(",")) for spec in args.persistent]
+        tiles = [(*t[:5], bool(t[5]), *(bool(v) for v in t[6:])) for t in tiles]
+    if not torch.cuda.is_available():
+        print("tile_probe.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    for spec in args.case:
+        m, n, k, *layout = spec.split(",")
+        probe(Case(int(m), int(n), int(k), layout[0] if layout else "nn"), args.precision,
+              set(args.only.split(",")), tiles)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
