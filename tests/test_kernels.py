@@ -328,8 +328,12 @@ def test_split_copy_refuses_mismatched_outputs():
                   torch.empty(1, 4, 4, device=DEVICE).transpose(1, 2))
 
 
-WARP_SPECIALIZED = [(family, tile) for family in ("half", "half_mid")
+WARP_SPECIALIZED = [(family, tile) for family in ("half", "half_mid", "tf32")
                     for tile in configs.persistent_tiles(family) if tile[7:8] == (True,)]
+# Operand dtypes and precisions a family runs; fp32 B only K-major (wgmma's rule).
+FAMILY_RUNS = {"half": [(torch.float16, "half"), (torch.bfloat16, "half")],
+               "half_mid": [(torch.float16, "half"), (torch.bfloat16, "half")],
+               "tf32": [(torch.float32, "tf32"), (torch.float32, "tf32x3")]}
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="warp specialisation is compiled for the GPU only")
@@ -339,17 +343,19 @@ WARP_SPECIALIZED = [(family, tile) for family in ("half", "half_mid")
 def test_warp_specialized_configs_over_shapes(family, tile, m, n, k):
     """Triton's warp specialisation on sm_90 is new: a 128x64x128 warp-specialised tile was
     wrong on a ragged product while right on aligned ones, so each warp-specialised config
-    is checked over K tails, several tiles per program, both B layouts and with a D."""
+    is checked over K tails, several tiles per program, B layouts and with a D."""
     config = configs.persistent_configs(family)[configs.persistent_tiles(family).index(tile)]
-    for dtype in (torch.float16, torch.bfloat16):
-        for b_k_major in (False, True):
+    for dtype, precision in FAMILY_RUNS[family]:
+        for b_k_major in (False, True) if dtype != torch.float32 else (True,):
             a = aligned(m, k, dtype)
             b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
             with_d = b_k_major and configs.persistent_fits(config, family, True, H100_SMEM)
             d = randn(n, dtype=dtype) if with_d else None
             out = aligned(m, n, dtype, fill=float("nan"))
-            persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, config=config)
+            persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision,
+                                 config=config)
             ref = -(a.double() @ b.double())
             if with_d:
                 ref += 2.0 * d.double()
-            assert_close(out, ref, dtype, None, f"{tile[0]} {dtype} kmajor={b_k_major}")
+            assert_close(out, ref, dtype, None if precision == "half" else precision,
+                         f"{tile[0]} {dtype} {precision} kmajor={b_k_major}")
