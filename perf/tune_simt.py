@@ -32,7 +32,10 @@ from triton_gemm.tolerances import tolerance  # noqa: E402
 # tiles (a 168-register cap) spills, 20.8-27.5 TFLOPS. In a later run (cuBLAS 51.5, step 9
 # 43.6): step 9's tiles at BK 16 through 2 stages 38.3; 8 warps of 64x32 warp tiles with 8x8
 # per lane (CUTLASS's SIMT arrangement) through cp.async 39.1 (3 stages) and 39.5 (4); 8
-# warps of 32x64 with 4x16 per lane 39.0. 8192^3 alike (39.7-40.2 against 42.8).
+# warps of 32x64 with 4x16 per lane 39.0. 8192^3 alike (39.7-40.2 against 42.8). In a third
+# run (cuBLAS 51.5, step 9 43.4): step 9 with unchecked copies for tiles wholly inside the
+# matrices (no per-copy bounds test or pointer select) 41.2-41.5 over 3-5 stages and
+# groups of 8 (8192^3: 41.5-42.7 against 44.0).
 VARIANTS = [
     (128, 128, 8, 64, 32, 2, 4, 4, 1, 0),     # step 7 at BK 8
     (128, 128, 16, 64, 32, 2, 4, 4, 1, 0),
