@@ -16,13 +16,13 @@ import sys
 from pathlib import Path
 
 import torch
-import triton
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from perf import bench  # noqa: E402
+from perf.plans import LIBRARY_PRECISION  # noqa: E402
 from perf.suites import Case  # noqa: E402
 import triton_gemm  # noqa: E402
 from triton_gemm import configs  # noqa: E402
@@ -31,11 +31,11 @@ from triton_gemm.kernels import persistent as persistent_kernel  # noqa: E402
 from triton_gemm.kernels import splitk as splitk_kernel  # noqa: E402
 from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
 
-LIBRARY_PRECISION = {"fp16": "half", "bf16": "half", "tf32": "tf32"}
+PRECISIONS = ("fp16", "bf16", "tf32")  # the tensor-core precisions the three kernels share
 
 # Candidates, 16-bit operands (fp32 operands halve BK). persistent: (BM, BN, BK, warps,
-# stages, epilogue subtile[, warp specialised]); splitk: (BM, BN, BK, SPLIT, warps, stages); plain: (BM, BN, BK,
-# warps, stages).
+# stages, epilogue subtile[, warp specialised]); splitk: (BM, BN, BK, SPLIT, warps,
+# stages); plain: (BM, BN, BK, warps, stages).
 PERSISTENT = [
     (128, 64, 64, 4, 4, False), (128, 64, 64, 4, 6, False), (128, 64, 64, 4, 8, False),
     (128, 64, 128, 4, 4, False), (128, 32, 128, 4, 6, False), (128, 32, 64, 4, 8, False),
@@ -63,14 +63,12 @@ def candidates(precision: str, persistent=None) -> list[tuple[str, str, callable
                     lambda a, b, c, cfg=cfg: persistent_kernel.matmul_2d(
                         a, b, c, precision=prec, config=cfg)))
     for bm, bn, bk, split, w, st in SPLITK:
-        cfg = triton.Config({"BM": bm, "BN": bn, "BK": bk // word, "SPLIT": split},
-                            num_warps=w, num_stages=st)
+        cfg = configs._splitk_config(bm, bn, bk // word, split, w, st)
         out.append(("splitk", f"{bm}x{bn}x{bk // word} split{split} w{w} s{st}",
                     lambda a, b, c, cfg=cfg: splitk_kernel.matmul_2d(
                         a, b, c, precision=prec, config=cfg)))
     for bm, bn, bk, w, st in PLAIN:
-        cfg = triton.Config({"BM": bm, "BN": bn, "BK": bk // word, "GROUP_M": 8},
-                            num_warps=w, num_stages=st)
+        cfg = configs._config(("", bm, bn, bk // word, w, st))
         out.append(("plain", f"{bm}x{bn}x{bk // word} w{w} s{st}",
                     lambda a, b, c, cfg=cfg: plain_kernel.matmul_3d(
                         a[None], b[None], c[None], precision=prec, config=cfg)[0]))
@@ -118,7 +116,7 @@ def probe(case: Case, precision: str, kinds: set, persistent=None) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", required=True, metavar="M,N,K[,LAYOUT]")
-    parser.add_argument("--precision", default="fp16", choices=sorted(LIBRARY_PRECISION))
+    parser.add_argument("--precision", default="fp16", choices=PRECISIONS)
     parser.add_argument("--only", default="persistent,splitk,plain",
                         help="kernels to try, comma-separated (persistent, splitk, plain)")
     parser.add_argument("--persistent", action="append", default=None,

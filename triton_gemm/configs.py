@@ -142,7 +142,9 @@ MID_M_MAX = 256
 def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int) -> str:
     """The persistent config family of a product: "split" for staged tf32 halves, "tf32" for
     fp32 operands, "half_mid" for 16-bit ones with at most MID_M_MAX rows and fewer 128x128
-    tiles than SMs, else "half"."""
+    tiles than SMs, else "half". Measured on dispatch's mid-M products (weights of 4096^2 and
+    up); small products that reach the persistent kernel unpadded (16-byte rows, e.g.
+    200x1000x1000 fp16) take these tiles too, unmeasured."""
     if split:
         return "split"
     if dtype not in (torch.float16, torch.bfloat16):

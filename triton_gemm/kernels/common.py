@@ -229,9 +229,9 @@ def make_tuners(kernel, name: str, family_configs: dict, prune) -> dict:
     tuned_configs(): {family: autotuner}. prune is called with family= as well."""
     tuners = {}
     for family, family_list in family_configs.items():
+        family_prune = functools.partial(prune, family=family)
         tuners[family] = triton.autotune(configs=family_list, key=configs.TUNING_KEY,
-                                         prune_configs_by={"early_config_prune": functools.partial(
-                                             prune, family=family)},
+                                         prune_configs_by={"early_config_prune": family_prune},
                                          cache_results=TUNE_CACHE)(kernel)
         _tuners[(name, family)] = tuners[family]
     return tuners

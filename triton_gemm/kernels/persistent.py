@@ -209,7 +209,6 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     if out.numel() == 0:
         return out
     has_d, d = epilogue_input(d, beta, out)
-    half = a.dtype in (torch.float16, torch.bfloat16)
     b_k_major = _b_k_major(b)
     num_sms = _num_sms(a.device.index or 0)
     ensure_allocator()
