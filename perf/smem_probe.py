@@ -33,7 +33,7 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = Tr
     sig.update({name: "i32" for name in INT_ARGS})
     sig.update(alpha="fp32", beta="fp32")
     const = dict(PRECISION=precision, HAS_D=has_d, B_K_MAJOR=True, UPCAST=False, NUM_SMS=132,
-                 C_TMA=c_tma, ACTIVATION=0, SPLIT=split,
+                 C_TMA=c_tma, ACTIVATION=0, SPLIT=split, HI_FLUSH_K=64 if split else 0,
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,
                  WARP_SPECIALIZE=bool(ws and ws[0]))
     if has_d:

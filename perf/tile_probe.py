@@ -12,6 +12,7 @@ eager column). Prints microseconds, ratio to cuBLAS and the operand bytes per se
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -25,13 +26,16 @@ from perf import bench  # noqa: E402
 from perf.plans import LIBRARY_PRECISION  # noqa: E402
 from perf.suites import Case  # noqa: E402
 import triton_gemm  # noqa: E402
+from triton_gemm import dispatch  # noqa: E402
 from triton_gemm import configs  # noqa: E402
 from triton_gemm.kernels import matmul as plain_kernel  # noqa: E402
 from triton_gemm.kernels import persistent as persistent_kernel  # noqa: E402
 from triton_gemm.kernels import splitk as splitk_kernel  # noqa: E402
 from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
 
-PRECISIONS = ("fp16", "bf16", "tf32")  # the tensor-core precisions the three kernels share
+# The tensor-core precisions the three kernels share, and tf32x3: the persistent kernel on
+# staged tf32 halves (dispatch.SPLIT_TF32), the halves' copy timed apart.
+PRECISIONS = ("fp16", "bf16", "tf32", "tf32x3")
 
 # Candidates, 16-bit operands (fp32 operands halve BK). persistent: (BM, BN, BK, warps,
 # stages, epilogue subtile[, warp specialised]); splitk: (BM, BN, BK, SPLIT, warps,
@@ -55,6 +59,8 @@ def candidates(precision: str, persistent=None) -> list[tuple[str, str, callable
     word = 1 if precision in ("fp16", "bf16") else 2
     prec = LIBRARY_PRECISION[precision]
     out = []
+    if precision == "tf32x3":
+        return split_candidates(persistent)
     for bm, bn, bk, w, st, sub, *ws in persistent or PERSISTENT:
         ws = bool(ws and ws[0])
         cfg = configs.persistent_config(bm, bn, bk // word, w, st, sub, ws)
@@ -73,6 +79,24 @@ def candidates(precision: str, persistent=None) -> list[tuple[str, str, callable
                     lambda a, b, c, cfg=cfg: plain_kernel.matmul_3d(
                         a[None], b[None], c[None], precision=prec, config=cfg)[0]))
     return out
+
+
+def split_candidates(persistent=None) -> list[tuple[str, str, callable]]:
+    """Persistent split configs on staged halves (fn(a, b, c) with a, b the output of
+    dispatch.stage); BK as given for 16-bit operands, quartered (four fp32 tiles a step)."""
+    out = []
+    for bm, bn, bk, w, st, sub, *ws in persistent or SPLIT_PERSISTENT:
+        ws = bool(ws and ws[0])
+        cfg = configs.persistent_config(bm, bn, bk // 4, w, st, sub, ws)
+        out.append(("persistent", (f"{bm}x{bn}x{bk // 4} w{w} s{st}{' sub' if sub else ''}"
+                                   f"{' ws' if ws else ''}"),
+                    lambda a, b, c, cfg=cfg: persistent_kernel.matmul_2d(
+                        a[0][0], b[0][0], c, config=cfg, lo=(a[1][0], b[1][0]))))
+    return out
+
+
+SPLIT_PERSISTENT = [(128, 128, 128, 8, 3, True, True), (128, 128, 128, 8, 3, True),
+                    (128, 64, 128, 4, 3, False), (128, 64, 64, 4, 4, False)]
 
 
 def probe(case: Case, precision: str, kinds: set, persistent=None) -> None:
@@ -98,19 +122,31 @@ def probe(case: Case, precision: str, kinds: set, persistent=None) -> None:
             return None
         us = triton.testing.do_bench(lambda: fn(a, b, c), warmup=25, rep=100,
                                      return_mode="median") * 1e3
-        return us
+        return us, err
 
     with bench.cublas_precision(precision):
         base = triton.testing.do_bench(lambda: a @ b, return_mode="median") * 1e3
-        print(f"  {'cublas':40s} {base:8.1f} us  1.00x  {nbytes / base / 1e6:5.2f} TB/s")
+        print(f"  {'cublas':40s} {base:8.1f} us  1.00x  {nbytes / base / 1e6:5.2f} TB/s  "
+              f"error {rel_error(a @ b, ref):.1e}")
     lib = None if precision in ("fp16", "bf16") else precision
     runs = [("auto", "library", lambda a_, b_, c_: triton_gemm.matmul(a_, b_, precision=lib))]
     runs += [r for r in candidates(precision, persistent) if r[0] in kinds]
+    staged = None
+    if precision == "tf32x3":
+        def stage():
+            hi_a, hi_b, (lo_a, lo_b) = dispatch.stage(a[None], b[None], dispatch.SPLIT_TF32)
+            return (hi_a, lo_a), (hi_b, lo_b)
+        staged = stage()
+        us = triton.testing.do_bench(stage, return_mode="median") * 1e3
+        print(f"  {'staging the halves':40s} {us:8.1f} us")
     for kind, label, fn in runs:
-        us = show(f"{kind} {label}", fn)
-        if us is not None:
+        if staged is not None and kind != "auto":
+            fn = functools.partial(lambda a_, b_, c_, fn: fn(*staged, c_), fn=fn)
+        timed = show(f"{kind} {label}", fn)
+        if timed is not None:
+            us, err = timed
             print(f"  {kind + ' ' + label:40s} {us:8.1f} us  {base / us:4.2f}x  "
-                  f"{nbytes / us / 1e6:5.2f} TB/s")
+                  f"{nbytes / us / 1e6:5.2f} TB/s  error {err:.1e}")
 
 
 def main(argv=None) -> int:

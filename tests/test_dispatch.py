@@ -85,11 +85,13 @@ def test_split_tf32_plan_computes_the_product(a_layout, b_layout):
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="compares with cuBLAS SGEMM on the GPU")
-def test_tf32x3_paths_are_as_accurate_as_cublas_sgemm():
+@pytest.mark.parametrize("k", [1024, 2048, 4096, 8192])
+def test_tf32x3_paths_are_as_accurate_as_cublas_sgemm(k):
     """Issue-level accuracy: tf32x3 no worse than cuBLAS fp32 (no TF32) on the same inputs,
-    at a long K where a biased accumulation shows (the split path adding every product
-    into the tensor core's accumulator measured 5.7e-5 at K = 8192, cuBLAS 1.6e-6)."""
-    m, n, k = 3072, 3072, 8192  # large enough that the auto plan stages halves
+    at each of the split kernel's flush intervals (hi_flush_k) and a long K where a biased
+    accumulation shows (the split path adding every product into the tensor core's
+    accumulator measured 5.7e-5 at K = 8192, cuBLAS 1.6e-6)."""
+    m, n = 3072, 3072  # large enough that the auto plan stages halves
     a, b = randn(1, m, k), randn(1, k, n)
     ref = a.double() @ b.double()
     allow = torch.backends.cuda.matmul.allow_tf32
@@ -107,12 +109,17 @@ def test_tf32x3_paths_are_as_accurate_as_cublas_sgemm():
 
 
 @requires_kernels
-def test_split_tf32_plan_keeps_an_infinite_operand_infinite():
-    """inf in A against B entries that are exactly tf32 (remainder 0): inf x 0 in the
-    remainder products must not turn the row to NaN; torch gives inf there."""
+@pytest.mark.parametrize("b_row", ["exact", "mixed"])
+def test_split_tf32_plan_keeps_an_infinite_operand_infinite(b_row):
+    """inf in A against a row of B: exactly tf32 (remainder 0, so inf x 0 = NaN in the
+    remainder products) or not (remainders of both signs, so -inf in them where the
+    product is +inf). Neither may turn the row to NaN; torch gives inf there."""
     a, b = randn(1, 40, 48), randn(1, 48, 24).abs() + 1.0
     a[0, 3, 5] = float("inf")
-    b[0, 5] = 2.0
+    if b_row == "exact":
+        b[0, 5] = 2.0
+    else:  # rounding to tf32 leaves remainders of either sign
+        b[0, 5] = 1.0 + torch.arange(24, device=b.device) * (1.5 * 2.0 ** -11)
     out = torch.full((1, 40, 24), float("nan"), device=a.device)
     dispatch.run(a, b, out, precision="tf32x3", force=dispatch.SPLIT_TF32)
     expected = torch.matmul(a, b)
@@ -171,7 +178,8 @@ def test_persistent_plans_for_unaligned_operands_stage_what_the_kernel_takes(dty
         if not p.persistent:
             continue
         persistent += 1
-        assert p.split_tf32 == (precision == "tf32x3" and b.shape[2] % 4 == 0)
+        assert p.split_tf32 == (precision == "tf32x3" and b.shape[2] % 4 == 0
+                                and a.shape[2] >= dispatch.SPLIT_TF32_MIN_K)
         sa, sb, *_ = dispatch.stage(a, b, p)
         out = torch.empty(a.shape[1], b.shape[2], dtype=dtype, device=DEVICE)
         assert _persistent.supports(sa[0], sb[0, :, :b.shape[2]], out, precision), \
@@ -218,13 +226,21 @@ def test_tf32x3_stages_halves_for_large_products_with_aligned_output_rows():
     assert not dispatch.plan(*_ops(4097, 4097, 4097), "tf32x3", sms).split_tf32
     assert not dispatch.plan(*_ops(4096, 4097, 4096), "tf32x3", sms).split_tf32
     assert not dispatch.plan(*_ops(1000, 1000, 1000), "tf32x3", sms).split_tf32
+    # K under SPLIT_TF32_MIN_K: the split kernel's error floor is above cuBLAS SGEMM's.
+    assert not dispatch.plan(*_ops(8192, 8192, 1008), "tf32x3", sms).split_tf32
+    assert dispatch.plan(*_ops(8192, 8192, dispatch.SPLIT_TF32_MIN_K), "tf32x3", sms) == \
+        dispatch.SPLIT_TF32
     assert not dispatch.plan(*_ops(4096, 4096, 4096), "tf32", sms).split_tf32
     # Copies against compute (_halves_pay), on shapes measured both ways: an nt weight
     # product needs no copies for the in-loop split, so only large M and N repay the halves.
     assert dispatch.plan(*_ops(8192, 4096, 4096, "row", "col"), "tf32x3", sms) == \
         dispatch.SPLIT_TF32
-    assert not dispatch.plan(*_ops(2048, 11008, 4096, "row", "col"), "tf32x3", sms).split_tf32
+    assert dispatch.plan(*_ops(2048, 11008, 4096, "row", "col"), "tf32x3", sms) == \
+        dispatch.SPLIT_TF32
     assert not dispatch.plan(*_ops(128, 28672, 8192, "row", "col"), "tf32x3", sms).split_tf32
+    # Tiles per SM (SPLIT_TF32_MIN_TILES_PER_SM): 2048^3 has 1.9, 2560^3 3.0.
+    assert not dispatch.plan(*_ops(2048, 2048, 2048), "tf32x3", sms).split_tf32
+    assert dispatch.plan(*_ops(2560, 2560, 2560), "tf32x3", sms) == dispatch.SPLIT_TF32
 
 
 def test_halves_pay_at_the_cost_threshold():
@@ -234,7 +250,7 @@ def test_halves_pay_at_the_cost_threshold():
     assert pays(4096) and not pays(1024)
     boundary = next(s for s in range(1024, 4097, 16) if pays(s))
     assert all(pays(s) for s in range(boundary, 4097, 16))
-    assert 2048 < boundary < 4096
+    assert 1024 < boundary < 2048
 
 
 def test_persistent_kernel_for_large_single_products_on_hopper():

@@ -121,12 +121,13 @@ _PERSISTENT_TILES = {
         ("pt_128x256x32_sub_ws", 128, 256, 32, 8, 3, True, True),
     ),
     # 3xTF32 from staged halves: four fp32 tiles per K step (A, B and their remainders),
-    # so half the K depth of the tf32 tiles buys the same stages.
+    # so half the K depth of the tf32 tiles buys the same stages, and three accumulators
+    # (kernels/persistent.py), so no 128x256 tile. tile_probe.py, H100, L2 flushed,
+    # 4096^3 with the hi accumulator flushed every 256 K (8192^3 nt): 128x128x32 sub ws 1070
+    # us (9817), unspecialised 1313 (10470); 128x128x16 w8 s4 ws 1464 (12409).
     "split": (
-        ("ps_128x256x16_sub", 128, 256, 16, 8, 3, True),
+        ("ps_128x128x32_sub_ws", 128, 128, 32, 8, 3, True, True),
         ("ps_128x128x32_sub", 128, 128, 32, 8, 3, True),
-        ("ps_128x128x16", 128, 128, 16, 8, 4, False),
-        ("ps_128x128x16_w4", 128, 128, 16, 4, 4, False),
         ("ps_128x64x32", 128, 64, 32, 4, 3, False),
         ("ps_128x64x16", 128, 64, 16, 4, 4, False),
     ),
@@ -204,10 +205,8 @@ PERSISTENT_SMEM = {
     "pt_128x128x32_w4": ((163872, 229400), (163864, 163864)),
     "pt_128x64x32": ((131104, 163872), (131104, 131104)),
     "pt_128x256x32_sub_ws": ((229408, 229408), (163872, 163872)),
-    "ps_128x256x16_sub": ((213048, 344120), (278584, 278584)),
+    "ps_128x128x32_sub_ws": ((229432, 229432), (196664, 196664)),
     "ps_128x128x32_sub": ((229432, 294968), (262200, 262200)),
-    "ps_128x128x16": ((196672, 262208), (196672, 196672)),
-    "ps_128x128x16_w4": ((196672, 262208), (196672, 196672)),
     "ps_128x64x32": ((180280, 213048), (180280, 180280)),
     "ps_128x64x16": ((131136, 163904), (131136, 131136)),
 }
@@ -406,5 +405,7 @@ def persistent_prune(configs_in, named_args, family: str, **kwargs):
 # Kernel arguments the tuned config is keyed on (plus the operand dtypes, which Triton's
 # autotuner always appends). HAS_D: a D epilogue changes which persistent tiles fit in
 # shared memory (PERSISTENT_SMEM), so a config tuned without D must not run with one.
-# C_TMA (persistent kernel): a TMA or a pointer store of C, tuned apart.
-TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D", "C_TMA"]
+# C_TMA (persistent kernel): a TMA or a pointer store of C, tuned apart. HI_FLUSH_K (the
+# persistent split kernel's accumulator flush) changes within a K bucket.
+TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D", "C_TMA",
+              "HI_FLUSH_K"]

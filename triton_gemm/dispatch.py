@@ -147,6 +147,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
              and n * k >= MID_MIN_WEIGHT)
     persistent = tma_kernel and (tiles >= sms or mid_m)
     if (precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
+            and k >= SPLIT_TF32_MIN_K and tiles >= SPLIT_TF32_MIN_TILES_PER_SM * sms
             and _halves_pay(m, n, k, pad * (m + n) * k + a_k_major * m * k
                             + b_k_major * k * n)):
         # The halves are fresh copies whatever the layout: they replace padding and K-major
@@ -161,15 +162,28 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     return Plan(pad, a_k_major, b_k_major, persistent, split_k)
 
 
+# Below this K, cuBLAS SGEMM's own error (2.1e-7 at K = 512, report) is under the split
+# kernel's floor (2.5e-7, kernels/persistent.hi_flush_k): the in-loop split keeps tf32x3 no
+# less accurate than SGEMM there (2.0e-7 at 512^3).
+SPLIT_TF32_MIN_K = 1024
+
 # Staged tf32 halves against the in-loop split, H100 (perf/plans.py and a per-config probe):
-# the persistent kernel runs 96-98 TFLOPS on halves against 77-79 splitting in its K loop;
-# the halves cost 12 bytes per operand element (read 4, write 8) at 2.6 TB/s (74 us for a
-# 4096 x 4096 operand), the in-loop path's K-major/padded copies 8.
-HALVES_TFLOPS, IN_LOOP_TFLOPS, COPY_BYTES_PER_S = 96e12, 77e12, 2.6e12
+# the split kernel runs 122-128 TFLOPS on halves (4096^3, 2048x11008x4096 nt) against 77
+# splitting in its K loop; the halves cost 12 bytes per operand element (read 4, write 8)
+# at 2.6 TB/s (146 us for two 4096 x 4096 operands), the in-loop path's K-major/padded
+# copies 8.
+HALVES_TFLOPS, IN_LOOP_TFLOPS, COPY_BYTES_PER_S = 120e12, 77e12, 2.6e12
 # The halves must save twice what their extra copies cost: 2048x11008x4096 nt was +10% by
-# the estimate at margin 1 and measured 5% slower (1.71x vs 1.79x cuBLAS SGEMM);
-# 128x28672x8192 nt, all copies and little compute, ran 0.74x against 1.58x.
+# the estimate at margin 1 and measured 5% slower (1.71x vs 1.79x cuBLAS SGEMM) with the
+# split kernel of the time (96 TFLOPS); 128x28672x8192 nt, all copies and little compute,
+# ran 0.74x against 1.58x.
 HALVES_MARGIN = 2.0
+# And the split kernel needs several 128x128 tiles per SM to reach its rate: perf/plans.py,
+# H100, split against in-loop, ms: 2048^3 (256 tiles, 1.9 per SM) 0.310 vs 0.237; 2560^3
+# (400, 3.0 per SM) 0.404 vs 0.566; 2048x4096x4096 nt (512) 0.653 vs 0.840; 3072^3 (576)
+# 0.600 vs 0.850; 4096^3 (1024) 1.275 vs 1.784; 2048x11008x4096 nt (1376) 1.684 vs 2.254;
+# 8192x8192x1024 nt (4096) 1.351 vs 1.726. Between 1.9 and 3.0 per SM: unmeasured.
+SPLIT_TF32_MIN_TILES_PER_SM = 3
 
 
 def _halves_pay(m: int, n: int, k: int, in_loop_copied: int) -> bool:

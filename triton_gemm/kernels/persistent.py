@@ -35,7 +35,8 @@ def _persistent_kernel(
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
-    SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT: tl.constexpr, HI_FLUSH_K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+    BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K, row-major) @ B (+ beta * D).
@@ -47,7 +48,9 @@ def _persistent_kernel(
     as two BM x BN/2 halves. ACTIVATION: epilogue.ACTIVATIONS code, applied after beta * D.
     SPLIT (3xTF32 from staged halves): A and B hold float32 operands rounded to tf32 and
     alo_ptr, blo_ptr their remainders (same shapes and strides); the product is three tf32
-    dots, lo x hi + hi x lo + hi x hi, and PRECISION is ignored.
+    dots, hi x hi + lo x hi + hi x lo, and PRECISION is ignored. The hi x hi products join
+    acc by an IEEE add every HI_FLUSH_K elements of K (a multiple of 2 * BK; see
+    hi_flush_k).
     """
     dtype = c_ptr.dtype.element_ty
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
@@ -86,6 +89,12 @@ def _persistent_kernel(
         off_m = (first_m + (tile % tiles_per_group) % group_rows) * BM
         off_n = ((tile % tiles_per_group) // group_rows) * BN
         acc = tl.zeros((BM, BN), dtype=tl.float32)
+        if SPLIT:
+            # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
+            # dot(a, b, acc): every add in the tensor core again.
+            tl.static_assert(HI_FLUSH_K % (2 * BK) == 0)
+            hi_acc = tl.zeros((BM, BN), dtype=tl.float32)
+            lo_acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(k_tiles):
             a = a_desc.load([off_m, ki * BK])
             if B_K_MAJOR:
@@ -96,24 +105,30 @@ def _persistent_kernel(
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
             if SPLIT:
-                # Each K step's three products start from zero and join acc by an IEEE
-                # add: the tensor core truncates when it adds into its accumulator, and
-                # over a whole K loop of 3 * K / 8 such adds that bias grew to 2.9e-5
-                # relative error at 4096^3 (5.7e-5 at 8192^3; cuBLAS SGEMM 1.1e-6), H100.
-                # Dropped: lo x lo, below fp32 rounding (each lo is within 2^-11 of its
-                # operand).
+                # The tensor core truncates each add into its accumulator: over a whole K
+                # loop of hi x hi products that bias grew to 9.6e-6 relative error at
+                # 4096^3 (cuBLAS SGEMM 1.1e-6), H100. So hi x hi accumulates there for
+                # HI_FLUSH_K elements of K only, then joins acc by an IEEE add. The
+                # remainder products are 2^-11 of the result: their accumulator's bias
+                # stays below fp32 rounding over any K. Dropped: lo x lo, below fp32
+                # rounding (each lo is within 2^-11 of its operand).
                 a_lo = alo_desc.load([off_m, ki * BK])
                 b_lo = blo_desc.load([off_n, ki * BK]).T
-                small = tl.dot(a_lo, b, tl.zeros((BM, BN), dtype=tl.float32),
-                               input_precision="tf32")
-                small = tl.dot(a, b_lo, small, input_precision="tf32")
-                # inf x 0 (an infinite operand against an exactly tf32 one, remainder 0)
-                # is NaN here but not in the product.
-                small = tl.where(small == small, small, 0.0)
-                acc += tl.dot(a, b, small, input_precision="tf32")
+                hi_acc = tl.dot(a, b, hi_acc, input_precision="tf32")
+                lo_acc = tl.dot(a_lo, b, lo_acc, input_precision="tf32")
+                lo_acc = tl.dot(a, b_lo, lo_acc, input_precision="tf32")
+                if ki % (HI_FLUSH_K // BK) == HI_FLUSH_K // BK - 1:
+                    acc += hi_acc
+                    hi_acc = tl.zeros((BM, BN), dtype=tl.float32)
             else:
                 acc = tl.dot(a, b, acc, input_precision=PRECISION)
 
+        if SPLIT:
+            # An infinite operand against a zero remainder makes inf x 0 = NaN there, and
+            # against a remainder of the other sign -inf where hi x hi has inf; the hi
+            # products carry every infinity of the true product, and a finite remainder sum
+            # is 2^-11 of theirs, so a non-finite one is dropped.
+            acc += hi_acc + tl.where(tl.abs(lo_acc) < float("inf"), lo_acc, 0.0)
         acc = acc * alpha
         offs_m = off_m + tl.arange(0, BM)
         offs_n = off_n + tl.arange(0, BN)
@@ -132,6 +147,19 @@ def _persistent_kernel(
             c_desc.store([off_m, off_n + BN // 2], right.to(dtype))
         else:
             c_desc.store([off_m, off_n], acc.to(dtype))
+
+
+# Where the split kernel flushes its hi x hi accumulator (HI_FLUSH_K), against its error.
+# tile_probe.py, H100, ps_128x128x32_sub_ws, L2 flushed, 4096^3 (8192^3 nt), relative error:
+# every 64 K 1265 us 2.5e-7 (10062 us 2.9e-7); 128: 1201 us 3.6e-7 (9952, 3.7e-7); 256: 1070
+# us 6.4e-7 (9817, 6.5e-7); before, three fresh products every K step: 1453 us 2.4e-7. The
+# error is set by the interval, not by K, while cuBLAS SGEMM's grows with K (report and
+# perf/plans.py: 5.7e-7 at K = 1000 and 1024, 8.1e-7 at 2048, 4.9-5.2e-7 at 2560-3072,
+# 1.1e-6 at 4096, 1.6e-6 at 8192): the interval grows with K and the split kernel's error
+# stays below cuBLAS's on every K measured (2.1e-7 at 1024, 3.5e-7 at 2048-3072, 6.4e-7
+# from 4096).
+def hi_flush_k(k: int) -> int:
+    return 256 if k >= 4096 else 128 if k >= 2048 else 64
 
 
 # "split": 3xTF32 from staged halves (SPLIT), twice the operand tiles per K step;
@@ -218,7 +246,8 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
             d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d, B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
-                ACTIVATION=activation, C_TMA=_tma_ok(out, out.stride(0)), SPLIT=split)
+                ACTIVATION=activation, C_TMA=_tma_ok(out, out.stride(0)), SPLIT=split,
+                HI_FLUSH_K=hi_flush_k(k) if split else 0)
 
     def grid(meta_):
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
@@ -227,7 +256,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     family = configs.persistent_family(a.dtype, split, m, n, num_sms)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.persistent_default_config(family)
-    key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], a.dtype, b.dtype, out.dtype,
-           d.dtype)
+    key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], meta["HI_FLUSH_K"], a.dtype,
+           b.dtype, out.dtype, d.dtype)
     launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family, key)
     return out
