@@ -151,9 +151,10 @@ def test_every_persistent_config(family, tile, dtype, precision, b_k_major):
 
 def test_split_flush_interval_is_at_least_two_k_steps_of_every_split_tile():
     """The split kernel folds a one-step flush back into the tensor core's accumulator
-    (its static_assert); the interval grows with K, never past the measured 256."""
+    (its static_assert); the interval grows with K, never past 128 (256 measured less
+    accurate than cuBLAS SGEMM on some inputs)."""
     flushes = [persistent.hi_flush_k(k) for k in (1024, 2047, 2048, 4095, 4096, 65536)]
-    assert flushes == sorted(flushes) and flushes[0] == 64 and flushes[-1] == 256
+    assert flushes == sorted(flushes) and flushes[0] == 64 and flushes[-1] == 128
     for tile in configs.persistent_tiles("split"):
         assert all(f % (2 * tile[3]) == 0 for f in flushes), tile[0]
 

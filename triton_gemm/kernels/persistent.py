@@ -153,13 +153,14 @@ def _persistent_kernel(
 # tile_probe.py, H100, ps_128x128x32_sub_ws, L2 flushed, 4096^3 (8192^3 nt), relative error:
 # every 64 K 1265 us 2.5e-7 (10062 us 2.9e-7); 128: 1201 us 3.6e-7 (9952, 3.7e-7); 256: 1070
 # us 6.4e-7 (9817, 6.5e-7); before, three fresh products every K step: 1453 us 2.4e-7. The
-# error is set by the interval, not by K, while cuBLAS SGEMM's grows with K (report and
-# perf/plans.py: 5.7e-7 at K = 1000 and 1024, 8.1e-7 at 2048, 4.9-5.2e-7 at 2560-3072,
-# 1.1e-6 at 4096, 1.6e-6 at 8192): the interval grows with K and the split kernel's error
-# stays below cuBLAS's on every K measured (2.1e-7 at 1024, 3.5e-7 at 2048-3072, 6.4e-7
-# from 4096).
+# error is set by the interval, not by K. cuBLAS SGEMM's depends on K and on its own kernel
+# choice: 5.7e-7 at 1000^3 and 1024^3 (report), 4.9-5.2e-7 at 2560^3-3072^3 and 5.7e-7 at
+# 3072x3072x4096, 8.1e-7 at 2048^3, 1.1e-6 at 4096^3, 1.6e-6 at 8192^3 (perf/plans.py, a
+# GPU test). 256 lost to cuBLAS at 3072x3072x4096 (6.4e-7 against 5.7e-7), so 128 from
+# K = 2048 (3.6e-7 against cuBLAS's lowest there, 4.9e-7) and 64 below (2.1-2.5e-7 against
+# 5.7e-7; dispatch.SPLIT_TF32_MIN_K keeps K < 1024 off this kernel).
 def hi_flush_k(k: int) -> int:
-    return 256 if k >= 4096 else 128 if k >= 2048 else 64
+    return 128 if k >= 2048 else 64
 
 
 # "split": 3xTF32 from staged halves (SPLIT), twice the operand tiles per K step;
