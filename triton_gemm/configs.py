@@ -123,8 +123,9 @@ _PERSISTENT_TILES = {
     # 3xTF32 from staged halves: four fp32 tiles per K step (A, B and their remainders),
     # so half the K depth of the tf32 tiles buys the same stages, and three accumulators
     # (kernels/persistent.py), so no 128x256 tile. tile_probe.py, H100, L2 flushed,
-    # 4096^3 with the hi accumulator flushed every 256 K (8192^3 nt): 128x128x32 sub ws 1070
-    # us (9817), unspecialised 1313 (10470); 128x128x16 w8 s4 ws 1464 (12409).
+    # 4096^3 with the hi accumulator flushed every 128 K (8192^3 nt): 128x128x32 sub ws 1201
+    # us (9952), unspecialised 1286 (10631); 128x128x16 w8 s4 ws 1531 (12765). 128x256x16
+    # (two accumulators then) ran 1820-1883 us.
     "split": (
         ("ps_128x128x32_sub_ws", 128, 128, 32, 8, 3, True, True),
         ("ps_128x128x32_sub", 128, 128, 32, 8, 3, True),

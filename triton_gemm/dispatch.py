@@ -20,11 +20,13 @@ padded 1.23-1.40 (cuBLAS 6.52).
 
 3xTF32 (tf32x3) on the persistent kernel stages each operand as two tf32 halves (hi + exact
 remainder; kernels/copy.py) so the kernel runs three plain tf32 dots from TMA tiles instead of
-splitting both operands in its K loop. perf/plans.py, H100, against the in-loop split:
-4096^3 90.8 vs 77.0 TFLOPS, 8192^3 92.1 vs 79.1, 3000^3 padded rows 74.9 vs 66.3; not
-where the output rows are unaligned (4097^3: 60.9 vs 67.1 padded, in-loop split), tiles
-are too few for the persistent kernel (1000^3: 25.4 vs 36.5 direct), or copying the
-halves costs more than the faster kernel saves (_halves_pay).
+splitting both operands in its K loop. perf/plans.py, H100, ms with copies, against the
+in-loop split: 4096^3 1.275 vs 1.784 and 2048x11008x4096 nt 1.684 vs 2.254 (with the split
+kernel's hi accumulator flushed every 256 K; at today's 128 the report has 4096^3 at
+1.341), 3000^3 padded rows 0.587 vs 0.816; not where the output rows are unaligned (4097^3: 60.9 vs 67.1 TFLOPS padded,
+in-loop split, with the split kernel of the time), K is short (SPLIT_TF32_MIN_K), tiles are
+too few per SM (SPLIT_TF32_MIN_TILES_PER_SM), or copying the halves costs more than the
+faster kernel saves (_halves_pay).
 
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
@@ -167,12 +169,12 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # less accurate than SGEMM there (2.0e-7 at 512^3).
 SPLIT_TF32_MIN_K = 1024
 
-# Staged tf32 halves against the in-loop split, H100 (perf/plans.py and a per-config probe):
-# the split kernel runs 122-128 TFLOPS on halves (4096^3, 2048x11008x4096 nt) against 77
-# splitting in its K loop; the halves cost 12 bytes per operand element (read 4, write 8)
-# at 2.6 TB/s (146 us for two 4096 x 4096 operands), the in-loop path's K-major/padded
-# copies 8.
-HALVES_TFLOPS, IN_LOOP_TFLOPS, COPY_BYTES_PER_S = 120e12, 77e12, 2.6e12
+# Staged tf32 halves against the in-loop split, H100 (perf/plans.py, tile_probe.py, report):
+# the split kernel runs 115 TFLOPS on halves (4096^3: 1.341 ms in the report less 146 us of
+# copies; 122-128 with the 256-K flush it had first) against 77 splitting in its K loop;
+# the halves cost 12 bytes per operand element (read 4, write 8) at 2.6-2.8 TB/s (146 us
+# for two 4096 x 4096 operands), the in-loop path's K-major/padded copies 8.
+HALVES_TFLOPS, IN_LOOP_TFLOPS, COPY_BYTES_PER_S = 115e12, 77e12, 2.6e12
 # The halves must save twice what their extra copies cost: 2048x11008x4096 nt was +10% by
 # the estimate at margin 1 and measured 5% slower (1.71x vs 1.79x cuBLAS SGEMM) with the
 # split kernel of the time (96 TFLOPS); 128x28672x8192 nt, all copies and little compute,
@@ -182,7 +184,8 @@ HALVES_MARGIN = 2.0
 # H100, split against in-loop, ms: 2048^3 (256 tiles, 1.9 per SM) 0.310 vs 0.237; 2560^3
 # (400, 3.0 per SM) 0.404 vs 0.566; 2048x4096x4096 nt (512) 0.653 vs 0.840; 3072^3 (576)
 # 0.600 vs 0.850; 4096^3 (1024) 1.275 vs 1.784; 2048x11008x4096 nt (1376) 1.684 vs 2.254;
-# 8192x8192x1024 nt (4096) 1.351 vs 1.726. Between 1.9 and 3.0 per SM: unmeasured.
+# 8192x8192x1024 nt (4096) 1.351 vs 1.726 (K >= 4096 with the 256-K flush of the time).
+# Between 1.9 and 3.0 per SM: unmeasured.
 SPLIT_TF32_MIN_TILES_PER_SM = 3
 
 
