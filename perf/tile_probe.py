@@ -12,7 +12,6 @@ eager column). Prints microseconds, ratio to cuBLAS and the operand bytes per se
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 from pathlib import Path
 
@@ -53,21 +52,35 @@ SPLITK = [
 PLAIN = [(64, 64, 64, 4, 5), (128, 64, 64, 4, 4), (64, 64, 128, 4, 4), (128, 32, 128, 4, 4)]
 
 
-def candidates(precision: str, persistent=None) -> list[tuple[str, str, callable]]:
+# tf32x3 (split) persistent tiles: four fp32 tiles a K step, so BK (given for 16-bit
+# operands) is quartered.
+SPLIT_PERSISTENT = [(128, 128, 128, 8, 3, True, True), (128, 128, 128, 8, 3, True),
+                    (128, 64, 128, 4, 3, False), (128, 64, 64, 4, 4, False)]
+BK_DIVISOR = {"fp16": 1, "bf16": 1, "tf32": 2, "tf32x3": 4}
+
+
+def candidates(precision: str, persistent=None, halves=None) -> list[tuple[str, str, callable]]:
     """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent: tiles
-    replacing PERSISTENT)."""
-    word = 1 if precision in ("fp16", "bf16") else 2
+    replacing PERSISTENT). tf32x3: persistent split configs only, on halves ((A hi, A lo),
+    (B hi, B lo)) staged by dispatch.stage."""
+    word = BK_DIVISOR[precision]
     prec = LIBRARY_PRECISION[precision]
     out = []
-    if precision == "tf32x3":
-        return split_candidates(persistent)
-    for bm, bn, bk, w, st, sub, *ws in persistent or PERSISTENT:
+    for bm, bn, bk, w, st, sub, *ws in persistent or (
+            SPLIT_PERSISTENT if halves else PERSISTENT):
         ws = bool(ws and ws[0])
         cfg = configs.persistent_config(bm, bn, bk // word, w, st, sub, ws)
-        out.append(("persistent", f"{bm}x{bn}x{bk // word} w{w} s{st}{' sub' if sub else ''}"
-                                  f"{' ws' if ws else ''}",
-                    lambda a, b, c, cfg=cfg: persistent_kernel.matmul_2d(
-                        a, b, c, precision=prec, config=cfg)))
+        if halves:
+            (a_hi, a_lo), (b_hi, b_lo) = halves
+            fn = (lambda a, b, c, cfg=cfg: persistent_kernel.matmul_2d(
+                a_hi[0], b_hi[0], c, config=cfg, lo=(a_lo[0], b_lo[0])))
+        else:
+            fn = (lambda a, b, c, cfg=cfg: persistent_kernel.matmul_2d(
+                a, b, c, precision=prec, config=cfg))
+        out.append(("persistent", (f"{bm}x{bn}x{bk // word} w{w} s{st}"
+                                   f"{' sub' if sub else ''}{' ws' if ws else ''}"), fn))
+    if halves:
+        return out
     for bm, bn, bk, split, w, st in SPLITK:
         cfg = configs._splitk_config(bm, bn, bk // word, split, w, st)
         out.append(("splitk", f"{bm}x{bn}x{bk // word} split{split} w{w} s{st}",
@@ -79,24 +92,6 @@ def candidates(precision: str, persistent=None) -> list[tuple[str, str, callable
                     lambda a, b, c, cfg=cfg: plain_kernel.matmul_3d(
                         a[None], b[None], c[None], precision=prec, config=cfg)[0]))
     return out
-
-
-def split_candidates(persistent=None) -> list[tuple[str, str, callable]]:
-    """Persistent split configs on staged halves (fn(a, b, c) with a, b the output of
-    dispatch.stage); BK as given for 16-bit operands, quartered (four fp32 tiles a step)."""
-    out = []
-    for bm, bn, bk, w, st, sub, *ws in persistent or SPLIT_PERSISTENT:
-        ws = bool(ws and ws[0])
-        cfg = configs.persistent_config(bm, bn, bk // 4, w, st, sub, ws)
-        out.append(("persistent", (f"{bm}x{bn}x{bk // 4} w{w} s{st}{' sub' if sub else ''}"
-                                   f"{' ws' if ws else ''}"),
-                    lambda a, b, c, cfg=cfg: persistent_kernel.matmul_2d(
-                        a[0][0], b[0][0], c, config=cfg, lo=(a[1][0], b[1][0]))))
-    return out
-
-
-SPLIT_PERSISTENT = [(128, 128, 128, 8, 3, True, True), (128, 128, 128, 8, 3, True),
-                    (128, 64, 128, 4, 3, False), (128, 64, 64, 4, 4, False)]
 
 
 def probe(case: Case, precision: str, kinds: set, persistent=None) -> None:
@@ -130,18 +125,16 @@ def probe(case: Case, precision: str, kinds: set, persistent=None) -> None:
               f"error {rel_error(a @ b, ref):.1e}")
     lib = None if precision in ("fp16", "bf16") else precision
     runs = [("auto", "library", lambda a_, b_, c_: triton_gemm.matmul(a_, b_, precision=lib))]
-    runs += [r for r in candidates(precision, persistent) if r[0] in kinds]
-    staged = None
+    halves = None
     if precision == "tf32x3":
         def stage():
-            hi_a, hi_b, (lo_a, lo_b) = dispatch.stage(a[None], b[None], dispatch.SPLIT_TF32)
-            return (hi_a, lo_a), (hi_b, lo_b)
-        staged = stage()
+            a_hi, b_hi, (a_lo, b_lo) = dispatch.stage(a[None], b[None], dispatch.SPLIT_TF32)
+            return (a_hi, a_lo), (b_hi, b_lo)
+        halves = stage()
         us = triton.testing.do_bench(stage, return_mode="median") * 1e3
         print(f"  {'staging the halves':40s} {us:8.1f} us")
+    runs += [r for r in candidates(precision, persistent, halves) if r[0] in kinds]
     for kind, label, fn in runs:
-        if staged is not None and kind != "auto":
-            fn = functools.partial(lambda a_, b_, c_, fn: fn(*staged, c_), fn=fn)
         timed = show(f"{kind} {label}", fn)
         if timed is not None:
             us, err = timed

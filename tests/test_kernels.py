@@ -108,6 +108,16 @@ def aligned(rows, cols, dtype, fill=None):
     return base[:, :cols]
 
 
+def staged_halves(a, b):
+    """(A hi, B hi, (A lo, B lo)): the tf32 halves of (M, K) A and K-major (K, N) B that the
+    split family runs on (3xTF32 as three tf32 dots), as dispatch stages them."""
+    from triton_gemm.kernels.copy import split_copy
+    (m, k), n = a.shape, b.shape[1]
+    kp = -(-k // 16) * 16  # 16-byte rows for TMA; the halves are zero past K
+    (a, a_lo), (b, b_lo) = split_copy(a[None], (1, m, kp)), split_copy(b.t()[None], (1, n, kp))
+    return a[0, :, :k], b[0, :, :k].t(), (a_lo[0, :, :k], b_lo[0, :, :k].t())
+
+
 PERSISTENT_CASES = [
     (family, tile, dtype, "half", b_k_major)
     for family in ("half", "half_mid") for tile in configs.persistent_tiles(family)
@@ -134,14 +144,8 @@ def test_every_persistent_config(family, tile, dtype, precision, b_k_major):
     out = aligned(m, n, dtype, fill=float("nan"))
     assert persistent.supports(a, b, out, precision)
     ref = -(a.double() @ b.double()).cpu()
-    lo = None
-    if family == "split":  # the staged tf32 halves: 3xTF32 as three tf32 dots
-        from triton_gemm.kernels.copy import split_copy
-        kp = -(-k // 16) * 16  # 16-byte rows for TMA; the halves are zero past K
-        (a, a_lo), (b, b_lo) = (split_copy(a[None], (1, m, kp)),
-                                split_copy(b.t()[None], (1, n, kp)))
-        a, b, lo = a[0, :, :k], b[0, :, :k].t(), (a_lo[0, :, :k], b_lo[0, :, :k].t())
-        assert persistent.supports(a, b, out, precision)
+    a, b, lo = staged_halves(a, b) if family == "split" else (a, b, None)
+    assert persistent.supports(a, b, out, precision)
     persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision,
                          config=config, lo=lo)
     if with_d:
@@ -338,12 +342,14 @@ def test_split_copy_refuses_mismatched_outputs():
                   torch.empty(1, 4, 4, device=DEVICE).transpose(1, 2))
 
 
-WARP_SPECIALIZED = [(family, tile) for family in ("half", "half_mid", "tf32")
-                    for tile in configs.persistent_tiles(family) if tile[7:8] == (True,)]
-# Operand dtypes and precisions a family runs; fp32 B only K-major (wgmma's rule).
+# Operand dtypes and precisions a family runs; fp32 B only K-major (wgmma's rule); "split"
+# on staged halves.
 FAMILY_RUNS = {"half": [(torch.float16, "half"), (torch.bfloat16, "half")],
                "half_mid": [(torch.float16, "half"), (torch.bfloat16, "half")],
-               "tf32": [(torch.float32, "tf32"), (torch.float32, "tf32x3")]}
+               "tf32": [(torch.float32, "tf32"), (torch.float32, "tf32x3")],
+               "split": [(torch.float32, "tf32x3")]}
+WARP_SPECIALIZED = [(family, tile) for family in FAMILY_RUNS
+                    for tile in configs.persistent_tiles(family) if tile[7:8] == (True,)]
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="warp specialisation is compiled for the GPU only")
@@ -362,9 +368,10 @@ def test_warp_specialized_configs_over_shapes(family, tile, m, n, k):
             with_d = b_k_major and configs.persistent_fits(config, family, True, H100_SMEM)
             d = randn(n, dtype=dtype) if with_d else None
             out = aligned(m, n, dtype, fill=float("nan"))
-            persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision,
-                                 config=config)
             ref = -(a.double() @ b.double())
+            a, b, lo = staged_halves(a, b) if family == "split" else (a, b, None)
+            persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision,
+                                 config=config, lo=lo)
             if with_d:
                 ref += 2.0 * d.double()
             assert_close(out, ref, dtype, None if precision == "half" else precision,

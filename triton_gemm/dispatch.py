@@ -22,11 +22,11 @@ padded 1.23-1.40 (cuBLAS 6.52).
 remainder; kernels/copy.py) so the kernel runs three plain tf32 dots from TMA tiles instead of
 splitting both operands in its K loop. perf/plans.py, H100, ms with copies, against the
 in-loop split: 4096^3 1.275 vs 1.784 and 2048x11008x4096 nt 1.684 vs 2.254 (with the split
-kernel's hi accumulator flushed every 256 K; at today's 128 the report has 4096^3 at
-1.341), 3000^3 padded rows 0.587 vs 0.816; not where the output rows are unaligned (4097^3: 60.9 vs 67.1 TFLOPS padded,
-in-loop split, with the split kernel of the time), K is short (SPLIT_TF32_MIN_K), tiles are
-too few per SM (SPLIT_TF32_MIN_TILES_PER_SM), or copying the halves costs more than the
-faster kernel saves (_halves_pay).
+kernel's hi accumulator flushed every 256 K; at the current 128 the report has 4096^3 at
+1.341), 3000^3 padded rows 0.587 vs 0.816. Not where the output rows are unaligned (4097^3:
+60.9 vs 67.1 TFLOPS padded, in-loop split, with an earlier split kernel), K is short
+(SPLIT_TF32_MIN_K), tiles are too few per SM (SPLIT_TF32_MIN_TILES_PER_SM), or copying the
+halves costs more than the faster kernel saves (_halves_pay).
 
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large

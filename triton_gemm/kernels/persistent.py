@@ -62,6 +62,9 @@ def _persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
                                            block_shape=[BK, BN])
     if SPLIT:
+        # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
+        # dot(a, b, acc): every add in the tensor core again.
+        tl.static_assert(HI_FLUSH_K % (2 * BK) == 0)
         alo_desc = tl.make_tensor_descriptor(alo_ptr, shape=[M, K], strides=[stride_am, 1],
                                              block_shape=[BM, BK])
         blo_desc = tl.make_tensor_descriptor(blo_ptr, shape=[N, K], strides=[stride_bn, 1],
@@ -90,9 +93,6 @@ def _persistent_kernel(
         off_n = ((tile % tiles_per_group) // group_rows) * BN
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         if SPLIT:
-            # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
-            # dot(a, b, acc): every add in the tensor core again.
-            tl.static_assert(HI_FLUSH_K % (2 * BK) == 0)
             hi_acc = tl.zeros((BM, BN), dtype=tl.float32)
             lo_acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(k_tiles):
@@ -243,8 +243,8 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     ensure_allocator()
     tuning = tuning_args(m, n, k, a, b)
     a_lo, b_lo = lo if split else (a, b)  # placeholders the kernel never reads
-    args = (a, b, out, d, a_lo, b_lo, m, n, k, a.stride(0), b.stride(0), b.stride(1), out.stride(0),
-            d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
+    args = (a, b, out, d, a_lo, b_lo, m, n, k, a.stride(0), b.stride(0), b.stride(1),
+            out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d, B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation, C_TMA=_tma_ok(out, out.stride(0)), SPLIT=split,
