@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call, logs under $OUT:
-#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [overhead] [transformer] [quick] [report ARGS...]
+#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [overhead] [transformer] [quick] [report ARGS...]
 # tests: the GPU pytest suite (TESTS="paths" for a part of it); sanitize: compute-sanitizer memcheck over the CUDA ladder;
-# simt: the warp-tiled SIMT kernel sweep (perf/tune_simt.py);
+# simt: the warp-tiled SIMT kernel sweep (perf/tune_simt.py); ncu_simt: Nsight Compute of ladder
+# step 9 beside cuBLAS SGEMM at 4096^3 (perf/profile_simt.py), and step 9's SASS;
 # overhead: host cost per eager call (perf/overhead.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,15 @@ while [ $# -gt 0 ]; do
         simt)
             python3 perf/tune_simt.py > "$out/tune_simt.log" 2>&1
             status=$((status | $?)); cat "$out/tune_simt.log" ;;
+        ncu_simt)
+            ncu --profile-from-start off --section SpeedOfLight --section Occupancy \
+                --section LaunchStats --section WarpStateStats --section SchedulerStats \
+                --section InstructionStats --section ComputeWorkloadAnalysis \
+                --section MemoryWorkloadAnalysis_Tables \
+                python3 perf/profile_simt.py > "$out/ncu_simt.log" 2>&1
+            status=$((status | $?)); grep -vE "^==PROF==" "$out/ncu_simt.log" | head -400
+            so=$(grep -oE "extension: .*" "$out/ncu_simt.log" | cut -d' ' -f2)
+            [ -n "$so" ] && cuobjdump -sass "$so" > "$out/cuda_ref.sass" 2>&1 ;;
         overhead)
             { python3 perf/overhead.py --shape 256,256,256 --profile
               python3 perf/overhead.py --shape 2048,2048,2048

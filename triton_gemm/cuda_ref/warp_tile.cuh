@@ -211,9 +211,10 @@ async_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
     static_assert(STAGES >= 2, "one stage computes while the next lands");
     static_assert(A_WORDS * THREADS == BM * BK && B_VECS * THREADS * 4 == BK * BN,
                   "whole copies per thread");
-    static_assert(STAGES * BK * (BM + BN + 2 * PAD) * 4 <= 48 * 1024, "static shared memory");
-    __shared__ __align__(16) float As[STAGES][BK][BM + PAD];
-    __shared__ __align__(16) float Bs[STAGES][BK][BN + PAD];
+    // Dynamic shared memory: stages of BK 16 pass the 48 KB a static array may take.
+    extern __shared__ __align__(16) float smem[];
+    auto As = reinterpret_cast<float (*)[BK][BM + PAD]>(smem);
+    auto Bs = reinterpret_cast<float (*)[BK][BN + PAD]>(smem + STAGES * BK * (BM + PAD));
 
     const int tid = threadIdx.x;
     int bm, bn;
@@ -285,14 +286,19 @@ template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, in
           int MIN_BLOCKS, int GROUP = 1>
 cudaError_t launch_async(int M, int N, int K, float alpha, const float* A, const float* B,
                          float beta, float* C, bool vec, cudaStream_t stream) {
-    constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
-    dim3 grid(ladder::ceil_div(N, BN), ladder::ceil_div(M, BM));
-    if (vec)
-        async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, GROUP, true>
-            <<<grid, THREADS, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
-    else
-        async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, GROUP, false>
-            <<<grid, THREADS, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
+    constexpr int THREADS = (BM / WM) * (BN / WN) * 32, PAD = Tiling<BM, BN, BK, WM, WN,
+                                                                     WNITER, TM, TN>::PAD;
+    constexpr int SMEM = STAGES * BK * (BM + BN + 2 * PAD) * static_cast<int>(sizeof(float));
+    const dim3 grid(ladder::ceil_div(N, BN), ladder::ceil_div(M, BM));
+    const auto kernel = vec
+        ? async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, GROUP, true>
+        : async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, GROUP, false>;
+    if (SMEM > 48 * 1024) {  // above 48 KB a kernel must opt in, per device
+        const cudaError_t err =
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
+        if (err != cudaSuccess) return err;
+    }
+    kernel<<<grid, THREADS, SMEM, stream>>>(M, N, K, alpha, A, B, beta, C);
     return cudaGetLastError();
 }
 
