@@ -23,11 +23,12 @@ from perf.bench import tflops  # noqa: E402
 from triton_gemm.cuda_ref import SOURCE_DIR  # noqa: E402
 from triton_gemm.tolerances import tolerance  # noqa: E402
 
-# BM, BN, BK, WM, WN, WNITER, TM, TN, MIN_BLOCKS, ASYNC_STAGES[, GROUP];
+# BM, BN, BK, WM, WN, WNITER, TM, TN, MIN_BLOCKS, ASYNC_STAGES[, GROUP[, PREFETCH]];
 # threads = (BM/WM)*(BN/WN)*32. MIN_BLOCKS caps registers at 65536 / (threads * MIN_BLOCKS).
 # ASYNC_STAGES 0: register-staged double buffer (warp_tile::launch, steps 6 and 7);
 # n >= 2: cp.async through n shared-memory stages (warp_tile::launch_async, step 9), its
-# blocks in groups of GROUP block-rows (default 1: raster order).
+# blocks in groups of GROUP block-rows (default 1: raster order), PREFETCH (default 0) 1 for
+# fragments double-buffered in registers across K steps and tiles.
 # Dropped after measuring (H100, 4096^3, cuBLAS 51.5): 3 blocks per SM for the 128-thread
 # tiles (a 168-register cap) spills, 20.8-27.5 TFLOPS. In a later run (cuBLAS 51.5, step 9
 # 43.6): step 9's tiles at BK 16 through 2 stages 38.3; 8 warps of 64x32 warp tiles with 8x8
@@ -38,15 +39,14 @@ from triton_gemm.tolerances import tolerance  # noqa: E402
 # groups of 8 (8192^3: 41.5-42.7 against 44.0).
 VARIANTS = [
     (128, 128, 8, 64, 64, 4, 8, 4, 2, 4),     # step 9 as built: cp.async, 4 stages
-    (128, 128, 8, 64, 64, 4, 4, 4, 2, 4),     # 2x4 sub-tiles of 4x4 per lane
-    (128, 128, 8, 64, 64, 2, 4, 4, 2, 4),     # 4x2 sub-tiles of 4x4 per lane
-    (128, 128, 8, 64, 64, 2, 8, 8, 2, 4),     # 8x8 per lane, 2 sub-tiles along N
-    (128, 128, 8, 64, 64, 4, 4, 4, 2, 3),
-    (128, 128, 16, 64, 64, 4, 8, 4, 2, 3),    # BK 16 (dynamic shared memory)
-    (128, 128, 16, 64, 64, 4, 8, 4, 2, 4),
-    (128, 128, 16, 64, 64, 4, 4, 4, 2, 3),
-    (128, 128, 16, 64, 64, 4, 4, 4, 2, 4),
-    (128, 128, 16, 64, 64, 2, 4, 4, 2, 4),
+    (128, 128, 8, 64, 64, 4, 8, 4, 2, 4, 1, 1),  # + fragments prefetched in registers
+    (128, 128, 8, 64, 64, 4, 8, 4, 2, 3, 1, 1),
+    (128, 128, 8, 64, 64, 2, 8, 8, 2, 4, 1, 1),
+    (128, 128, 8, 64, 64, 2, 4, 4, 2, 4, 1, 1),
+    (128, 128, 8, 64, 64, 4, 8, 4, 2, 5, 1, 1),
+    (128, 128, 8, 64, 64, 2, 8, 8, 3, 4),     # 3 blocks per SM (168 registers)
+    (128, 128, 16, 64, 64, 4, 8, 4, 2, 3, 1, 1),  # BK 16 (dynamic shared memory)
+    (128, 128, 16, 64, 64, 4, 8, 4, 2, 4, 1, 1),
 ]
 # (1100, 300, 40): 9 block rows, a full group of 8 and a partial one.
 EDGE_SHAPES = [(1, 1, 1), (129, 65, 33), (300, 20, 129), (130, 260, 36), (1100, 300, 40)]
@@ -54,10 +54,12 @@ EDGE_SHAPES = [(1, 1, 1), (129, 65, 33), (300, 20, 129), (130, 260, 36), (1100, 
 
 def _source() -> str:
     lines = ['#include "ladder.cuh"', '#include "warp_tile.cuh"', ""]
-    for i, (bm, bn, bk, wm, wn, wniter, tm, tn, min_blocks, stages, *group) in \
+    for i, (bm, bn, bk, wm, wn, wniter, tm, tn, min_blocks, stages, *extra) in \
             enumerate(VARIANTS):
         tiles = f"{bm}, {bn}, {bk}, {wm}, {wn}, {wniter}, {tm}, {tn}"
-        launcher = (f"launch_async<{tiles}, {stages}, {min_blocks}, {group[0] if group else 1}>"
+        group, prefetch = (list(extra) + [1, 0][len(extra):])[:2]
+        launcher = (f"launch_async<{tiles}, {stages}, {min_blocks}, {group}, "
+                    f"{'true' if prefetch else 'false'}>"
                     if stages
                     else f"launch<{tiles}, true, {min_blocks}>")
         lines.append(f"cudaError_t variant{i}(LADDER_ARGS) {{\n"

@@ -35,29 +35,44 @@ struct Tiling {
         lcol = (lane % (WSUBN / TN)) * TN;
     }
 
-    // acc += As^T-tile x Bs-tile over BK steps; As is stored k-major (As[k][m]) so a lane's
-    // TM rows are consecutive words and load as float4.
+    using FragA = float[WMITER * TM];
+    using FragB = float[WNITER * TN];
+
+    // The lane's A and B fragments of step k of a K tile. As is stored k-major (As[k][m]) so
+    // a lane's TM rows are consecutive words and load as float4.
+    __device__ __forceinline__ void load(const float (*As)[BM + PAD], const float (*Bs)[BN + PAD],
+                                         int k, FragA& ra, FragB& rb) const {
+#pragma unroll
+        for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+            for (int i = 0; i < TM; i += 4)
+                *reinterpret_cast<float4*>(&ra[wm * TM + i]) =
+                    *reinterpret_cast<const float4*>(&As[k][wrow + wm * WSUBM + lrow + i]);
+#pragma unroll
+        for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+            for (int j = 0; j < TN; j += 4)
+                *reinterpret_cast<float4*>(&rb[wn * TN + j]) =
+                    *reinterpret_cast<const float4*>(&Bs[k][wcol + wn * WSUBN + lcol + j]);
+    }
+
+    // acc += the outer product of one step's fragments.
+    __device__ __forceinline__ static void fma(const FragA& ra, const FragB& rb, Acc& acc) {
+#pragma unroll
+        for (int i = 0; i < WMITER * TM; ++i)
+#pragma unroll
+            for (int j = 0; j < WNITER * TN; ++j) acc[i][j] += ra[i] * rb[j];
+    }
+
+    // acc += As^T-tile x Bs-tile over BK steps.
     __device__ __forceinline__ void compute(const float (*As)[BM + PAD],
                                             const float (*Bs)[BN + PAD], Acc& acc) const {
-        float ra[WMITER * TM], rb[WNITER * TN];
+        FragA ra;
+        FragB rb;
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
-#pragma unroll
-            for (int wm = 0; wm < WMITER; ++wm)
-#pragma unroll
-                for (int i = 0; i < TM; i += 4)
-                    *reinterpret_cast<float4*>(&ra[wm * TM + i]) = *reinterpret_cast<const float4*>(
-                        &As[k][wrow + wm * WSUBM + lrow + i]);
-#pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn)
-#pragma unroll
-                for (int j = 0; j < TN; j += 4)
-                    *reinterpret_cast<float4*>(&rb[wn * TN + j]) = *reinterpret_cast<const float4*>(
-                        &Bs[k][wcol + wn * WSUBN + lcol + j]);
-#pragma unroll
-            for (int i = 0; i < WMITER * TM; ++i)
-#pragma unroll
-                for (int j = 0; j < WNITER * TN; ++j) acc[i][j] += ra[i] * rb[j];
+            load(As, Bs, k, ra, rb);
+            fma(ra, rb, acc);
         }
     }
 
@@ -201,7 +216,7 @@ __device__ __forceinline__ void cp_async_wait() {
 // copy when VEC allows. One barrier per K tile: a stage is refilled only after every warp
 // has passed the barrier that follows its last use.
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES,
-          int MIN_BLOCKS, int GROUP, bool VEC>
+          int MIN_BLOCKS, int GROUP, bool PREFETCH, bool VEC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 async_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
              const float* __restrict__ B, float beta, float* C) {
@@ -223,28 +238,40 @@ async_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
     const T tile(tid);
     typename T::Acc acc = {};
 
+    // Copy coordinates are fixed for the whole K loop, so a copy costs a few integer ops:
+    // computed per copy they took 174 of the 1257 instructions a warp issued per K tile
+    // (Nsight Compute, H100, 4096^3). Element offsets fit 32 bits (the wrapper keeps every
+    // matrix below 2^31 elements; rows past M wrap harmlessly in unsigned arithmetic and are
+    // never read); a copy outside the matrix reads nothing and is given offset 0 regardless.
+    static_assert(THREADS % BK == 0 && THREADS % (BN / 4) == 0, "fixed copy columns");
+    constexpr int A_ROW_STEP = THREADS / BK, B_ROW_STEP = THREADS / (BN / 4);
+    // A: consecutive lanes take consecutive k of one row (32-byte global segments), and the
+    // k-major shared addresses k * (BM + PAD) + row spread over the banks.
+    const int a_row = tid / BK, a_k = tid % BK, a_rows_left = M - m0 - a_row;
+    const unsigned a_base = static_cast<unsigned>(m0 + a_row) * K + a_k;
+    const unsigned a_step = static_cast<unsigned>(A_ROW_STEP) * K;
+    const int b_row = tid / (BN / 4), b_col = (tid % (BN / 4)) * 4;
+
     auto issue = [&](int k0, int s) {
+        const bool a_k_inside = k0 + a_k < K;
 #pragma unroll
         for (int i = 0; i < A_WORDS; ++i) {
-            // Consecutive lanes take consecutive k of one row: 32-byte global segments, and
-            // k-major shared addresses c * (BM + PAD) + r spread over the banks.
-            const int idx = tid + i * THREADS, r = idx / BK, c = idx % BK;
-            const bool inside = m0 + r < M && k0 + c < K;
-            cp_async4(&As[s][c][r], inside ? A + (size_t)(m0 + r) * K + k0 + c : A, inside);
+            const bool inside = a_k_inside && i * A_ROW_STEP < a_rows_left;
+            const unsigned off = a_base + i * a_step + k0;
+            cp_async4(&As[s][a_k][a_row + i * A_ROW_STEP], A + (inside ? off : 0u), inside);
         }
 #pragma unroll
         for (int i = 0; i < B_VECS; ++i) {
-            const int idx = tid + i * THREADS, r = idx / (BN / 4), c = (idx % (BN / 4)) * 4;
-            const int row = k0 + r, col = n0 + c;
+            const int r = b_row + i * B_ROW_STEP, row = k0 + r, col = n0 + b_col;
+            const unsigned off = static_cast<unsigned>(row) * N + col;
             if (VEC) {
                 const bool inside = row < K && col < N;
-                cp_async16(&Bs[s][r][c], inside ? B + (size_t)row * N + col : B, inside);
+                cp_async16(&Bs[s][r][b_col], B + (inside ? off : 0u), inside);
             } else {
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
                     const bool inside = row < K && col + j < N;
-                    cp_async4(&Bs[s][r][c + j], inside ? B + (size_t)row * N + col + j : B,
-                              inside);
+                    cp_async4(&Bs[s][r][b_col + j], B + (inside ? off + j : 0u), inside);
                 }
             }
         }
@@ -256,13 +283,42 @@ async_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
         if (s < tiles) issue(s * BK, s);
         cp_async_commit();  // empty groups keep the count that cp_async_wait relies on
     }
-    for (int t = 0; t < tiles; ++t) {
-        cp_async_wait<STAGES - 2>();  // this thread's copies of tile t have landed
-        __syncthreads();              // everyone's have; and stage (t - 1) % STAGES is free
-        const int next = t + STAGES - 1;
-        if (next < tiles) issue(next * BK, next % STAGES);
-        cp_async_commit();
-        tile.compute(As[t % STAGES], Bs[t % STAGES], acc);
+    if (!PREFETCH) {
+        for (int t = 0; t < tiles; ++t) {
+            cp_async_wait<STAGES - 2>();  // this thread's copies of tile t have landed
+            __syncthreads();              // everyone's have; and stage (t - 1) % STAGES is free
+            const int next = t + STAGES - 1;
+            if (next < tiles) issue(next * BK, next % STAGES);
+            cp_async_commit();
+            tile.compute(As[t % STAGES], Bs[t % STAGES], acc);
+        }
+    } else if (tiles > 0) {
+        // Fragments double-buffered in registers: step k + 1's are loaded before step k's
+        // FMAs, and across tiles too: the last step of tile t waits for tile t + 1 and loads
+        // its first fragments, so no warp starts a tile stalled on shared-memory latency.
+        static_assert(BK % 2 == 0, "fragment buffers alternate within a tile");
+        typename T::FragA ra[2];
+        typename T::FragB rb[2];
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        tile.load(As[0], Bs[0], 0, ra[0], rb[0]);
+        for (int t = 0; t < tiles; ++t) {
+            const int next = t + STAGES - 1;  // its stage was last read before the barrier
+            if (next < tiles) issue(next * BK, next % STAGES);
+            cp_async_commit();
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                if (k + 1 < BK) {
+                    tile.load(As[t % STAGES], Bs[t % STAGES], k + 1, ra[(k + 1) % 2],
+                              rb[(k + 1) % 2]);
+                } else if (t + 1 < tiles) {
+                    cp_async_wait<STAGES - 2>();  // tile t + 1 has landed, for everyone
+                    __syncthreads();
+                    tile.load(As[(t + 1) % STAGES], Bs[(t + 1) % STAGES], 0, ra[0], rb[0]);
+                }
+                T::fma(ra[k % 2], rb[k % 2], acc);
+            }
+        }
     }
     tile.template store<VEC>(C, m0, n0, M, N, acc, alpha, beta);
 }
@@ -283,7 +339,7 @@ cudaError_t launch(int M, int N, int K, float alpha, const float* A, const float
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int STAGES,
-          int MIN_BLOCKS, int GROUP = 1>
+          int MIN_BLOCKS, int GROUP = 1, bool PREFETCH = false>
 cudaError_t launch_async(int M, int N, int K, float alpha, const float* A, const float* B,
                          float beta, float* C, bool vec, cudaStream_t stream) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32, PAD = Tiling<BM, BN, BK, WM, WN,
@@ -291,8 +347,10 @@ cudaError_t launch_async(int M, int N, int K, float alpha, const float* A, const
     constexpr int SMEM = STAGES * BK * (BM + BN + 2 * PAD) * static_cast<int>(sizeof(float));
     const dim3 grid(ladder::ceil_div(N, BN), ladder::ceil_div(M, BM));
     const auto kernel = vec
-        ? async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, GROUP, true>
-        : async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, GROUP, false>;
+        ? async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, GROUP, PREFETCH,
+                       true>
+        : async_kernel<BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, MIN_BLOCKS, GROUP, PREFETCH,
+                       false>;
     if (SMEM > 48 * 1024) {  // above 48 KB a kernel must opt in, per device
         const cudaError_t err =
             cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
