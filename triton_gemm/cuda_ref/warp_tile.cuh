@@ -175,8 +175,9 @@ kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
 // renumbers them so consecutive blocks walk GROUP block-rows column by column, and the
 // blocks in flight together share rows of A and columns of B in L2 (Triton's grouped
 // ordering). GROUP 1: row-major raster, the grid as launched. On the H100 grouping gained
-// nothing for step 9's tiles (SIMT sweep, groups of 4-16: 43.2-43.3 TFLOPS against 43.5 at
-// 4096^3, 43.7 against 42.7 at 8192^3): L2 is not what holds it below cuBLAS.
+// nothing for step 9 (SIMT sweep, 8x4 tiles, groups of 8: 47.3 TFLOPS against 47.3 at
+// 4096^3 and 8192^3; before the copies were hoisted, groups of 4-16 43.2-43.3 against 43.5):
+// L2 is not what holds it below cuBLAS.
 template <int GROUP>
 __device__ __forceinline__ void block_coords(int& bm, int& bn) {
     if (GROUP == 1) {
@@ -239,10 +240,11 @@ async_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
     typename T::Acc acc = {};
 
     // Copy coordinates are fixed for the whole K loop, so a copy costs a few integer ops:
-    // computed per copy they took 174 of the 1257 instructions a warp issued per K tile
-    // (Nsight Compute, H100, 4096^3). Element offsets fit 32 bits (the wrapper keeps every
-    // matrix below 2^31 elements; rows past M wrap harmlessly in unsigned arithmetic and are
-    // never read); a copy outside the matrix reads nothing and is given offset 0 regardless.
+    // computed per copy they took 174 of the 1257 instructions a warp issued per K tile, now
+    // 1167 (Nsight Compute, H100, 4096^3, step 9's 8x4 tiles; cuBLAS SGEMM 1158). Element
+    // offsets fit 32 bits: the wrapper keeps every matrix below 2^31 elements, and rows past M
+    // wrap harmlessly in unsigned arithmetic. A copy outside the matrix reads nothing and is
+    // given offset 0 regardless.
     static_assert(THREADS % BK == 0 && THREADS % (BN / 4) == 0, "fixed copy columns");
     constexpr int A_ROW_STEP = THREADS / BK, B_ROW_STEP = THREADS / (BN / 4);
     // A: consecutive lanes take consecutive k of one row (32-byte global segments), and the
