@@ -3,7 +3,8 @@
 #   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [overhead] [transformer] [quick] [report ARGS...]
 # tests: the GPU pytest suite (TESTS="paths" for a part of it); sanitize: compute-sanitizer memcheck over the CUDA ladder;
 # simt: the warp-tiled SIMT kernel sweep (perf/tune_simt.py); ncu_simt: Nsight Compute of ladder
-# step 9 beside cuBLAS SGEMM at 4096^3 (perf/profile_simt.py), and step 9's SASS;
+# step 9 and triton_gemm ieee beside cuBLAS SGEMM at 4096^3 (perf/profile_simt.py, executed
+# instructions per opcode included), and the CUDA ladder's SASS;
 # overhead: host cost per eager call (perf/overhead.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
             ncu --profile-from-start off --section SpeedOfLight --section Occupancy \
                 --section LaunchStats --section WarpStateStats --section SchedulerStats \
                 --section InstructionStats --section ComputeWorkloadAnalysis \
-                --section MemoryWorkloadAnalysis_Tables \
+                --section MemoryWorkloadAnalysis_Tables --print-details all \
                 python3 perf/profile_simt.py > "$out/ncu_simt.log" 2>&1
             status=$((status | $?)); grep -vE "^==PROF==" "$out/ncu_simt.log" | head -400
             so=$(grep -oE "extension: .*" "$out/ncu_simt.log" | cut -d' ' -f2)
