@@ -32,9 +32,10 @@ from triton_gemm.kernels import persistent as persistent_kernel  # noqa: E402
 from triton_gemm.kernels import splitk as splitk_kernel  # noqa: E402
 from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
 
-# The tensor-core precisions the three kernels share, and tf32x3: the persistent kernel on
-# staged tf32 halves (dispatch.SPLIT_TF32), the halves' copy timed apart.
-PRECISIONS = ("fp16", "bf16", "tf32", "tf32x3")
+# The tensor-core precisions the three kernels share, tf32x3: the persistent kernel on
+# staged tf32 halves (dispatch.SPLIT_TF32), the halves' copy timed apart, and ieee: plain
+# kernel SIMT configs (SIMT_PLAIN) only.
+PRECISIONS = ("fp16", "bf16", "tf32", "tf32x3", "ieee")
 
 # Candidates, 16-bit operands (fp32 operands halve BK). persistent: (BM, BN, BK, warps,
 # stages, epilogue subtile[, warp specialised]); splitk: (BM, BN, BK, SPLIT, warps,
@@ -56,7 +57,15 @@ PLAIN = [(64, 64, 64, 4, 5), (128, 64, 64, 4, 4), (64, 64, 128, 4, 4), (128, 32,
 # operands) is quartered.
 SPLIT_PERSISTENT = [(128, 128, 128, 8, 3, True, True), (128, 128, 128, 8, 3, True),
                     (128, 64, 128, 4, 3, False), (128, 64, 64, 4, 4, False)]
-BK_DIVISOR = {"fp16": 1, "bf16": 1, "tf32": 2, "tf32x3": 4}
+BK_DIVISOR = {"fp16": 1, "bf16": 1, "tf32": 2, "tf32x3": 4, "ieee": 1}
+
+# ieee (fp32 FMA) plain-kernel tiles: (BM, BN, BK, warps, stages[, maxnreg]); maxnreg caps
+# registers per thread so that two blocks share an SM (the tuned s_128x128x32 takes 190:
+# one block of 8 warps, its warps stalled on shared-memory loads, Nsight Compute).
+SIMT_PLAIN = [(128, 128, 32, 8, 3), (128, 128, 32, 8, 3, 128), (128, 128, 16, 8, 4, 128),
+              (128, 128, 16, 8, 3, 128), (128, 128, 8, 8, 4, 128), (128, 128, 8, 8, 4),
+              (128, 128, 16, 8, 4), (128, 256, 16, 8, 3), (128, 256, 8, 8, 4),
+              (256, 128, 8, 8, 4), (128, 64, 16, 4, 4, 128), (64, 128, 16, 4, 4, 128)]
 
 
 def candidates(precision: str, persistent=None, halves=None) -> list[tuple[str, str, callable]]:
@@ -66,6 +75,15 @@ def candidates(precision: str, persistent=None, halves=None) -> list[tuple[str, 
     word = BK_DIVISOR[precision]
     prec = LIBRARY_PRECISION[precision]
     out = []
+    if precision == "ieee":
+        for bm, bn, bk, w, st, *maxnreg in SIMT_PLAIN:
+            cfg = configs._config(("", bm, bn, bk, w, st))
+            cfg.maxnreg = maxnreg[0] if maxnreg else None
+            out.append(("plain", f"{bm}x{bn}x{bk} w{w} s{st}"
+                                 f"{f' r{maxnreg[0]}' if maxnreg else ''}",
+                        lambda a, b, c, cfg=cfg: plain_kernel.matmul_3d(
+                            a[None], b[None], c[None], precision=prec, config=cfg)[0]))
+        return out
     for bm, bn, bk, w, st, sub, *ws in persistent or (
             SPLIT_PERSISTENT if halves else PERSISTENT):
         ws = bool(ws and ws[0])
