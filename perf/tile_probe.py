@@ -59,13 +59,15 @@ SPLIT_PERSISTENT = [(128, 128, 128, 8, 3, True, True), (128, 128, 128, 8, 3, Tru
                     (128, 64, 128, 4, 3, False), (128, 64, 64, 4, 4, False)]
 BK_DIVISOR = {"fp16": 1, "bf16": 1, "tf32": 2, "tf32x3": 4, "ieee": 1}
 
-# ieee (fp32 FMA) plain-kernel tiles: (BM, BN, BK, warps, stages[, maxnreg]); maxnreg caps
-# registers per thread so that two blocks share an SM (the tuned s_128x128x32 takes 190:
-# one block of 8 warps, its warps stalled on shared-memory loads, Nsight Compute).
+# ieee (fp32 FMA) plain-kernel tiles: (BM, BN, BK, warps, stages[, maxnreg]). The tuned
+# s_128x128x32 takes 190 registers, one block of 8 warps per SM, and its warps wait on
+# shared-memory loads (Nsight Compute, 4096^3: 72.7% issue slots busy against cuBLAS's 88%,
+# at fewer instructions than cuBLAS). Capping registers at 128 for two blocks per SM made it
+# slower (H100, 4096^3 / 8192^3, us, cuBLAS 2660 / 21475): 128x128x32 w8 s3 3165 / 24967,
+# capped 3451 / 27203; 128x128x16 s4 3450 / 27363, capped 3703 / 29190; 128x256x16 3303 /
+# 26297; 64x128x16 w4 capped 3616 / 27991. BK 8 does not compile (tl.dot needs K >= 16).
 SIMT_PLAIN = [(128, 128, 32, 8, 3), (128, 128, 32, 8, 3, 128), (128, 128, 16, 8, 4, 128),
-              (128, 128, 16, 8, 3, 128), (128, 128, 8, 8, 4, 128), (128, 128, 8, 8, 4),
-              (128, 128, 16, 8, 4), (128, 256, 16, 8, 3), (128, 256, 8, 8, 4),
-              (256, 128, 8, 8, 4), (128, 64, 16, 4, 4, 128), (64, 128, 16, 4, 4, 128)]
+              (128, 128, 16, 8, 4), (128, 256, 16, 8, 3), (64, 128, 16, 4, 4, 128)]
 
 
 def candidates(precision: str, persistent=None, halves=None) -> list[tuple[str, str, callable]]:
