@@ -1,0 +1,91 @@
+"""Where an eager call's time goes on the GPU: the kernels of triton_gemm.matmul and of cuBLAS
+for one shape, timed as the report's eager column times them (each call after do_bench's L2
+flush), listed with their durations and the idle gaps between them. GPU only.
+
+    python perf/timeline.py --shape 128,128,65536 --dtype fp16
+
+A gap between the kernels of one call is host launch cost the GPU waited for; kernels
+slower here than in CUDA-graph replay (perf/report.py's GPU-time column) are paying for a
+cold L2, and for the dirty lines the flush leaves there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import triton_gemm  # noqa: E402
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+FLUSH_BYTES = 256 * 1024 * 1024  # triton.testing.do_bench's L2 flush buffer
+FLUSH_KERNEL = "bitwise_not"  # the flush here writes the buffer as do_bench's zero_() does,
+# through a kernel no GEMM launches, so it marks where each call starts
+
+
+def kernels_per_call(fn, flush, calls: int) -> list[list[tuple[str, float, float]]]:
+    """[(name, start us, duration us)] of fn's kernels, per call, each call after a flush."""
+    from torch.profiler import ProfilerActivity, profile
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            flush()
+            fn()
+        torch.cuda.synchronize()
+    events = sorted((e for e in prof.events() if e.device_type.name == "CUDA"),
+                    key=lambda e: e.time_range.start)
+    per_call, current = [], None
+    for e in events:
+        name = e.name
+        if FLUSH_KERNEL in name:
+            current = []  # the flush opens a call
+            per_call.append(current)
+            continue
+        if current is not None:
+            current.append((name, e.time_range.start, e.time_range.end - e.time_range.start))
+    return [c for c in per_call if c]
+
+
+def report(label: str, calls) -> None:
+    spans = [c[-1][1] + c[-1][2] - c[0][1] for c in calls]
+    print(f"{label}: first kernel start to last kernel end, median {statistics.median(spans):.1f}"
+          f" us over {len(calls)} calls")
+    for i, (name, _, _) in enumerate(calls[0]):
+        durs = [c[i][2] for c in calls if len(c) > i]
+        gaps = [c[i][1] - (c[i - 1][1] + c[i - 1][2]) for c in calls if i and len(c) > i]
+        gap = f", gap before it {statistics.median(gaps):.1f} us" if gaps else ""
+        print(f"  {name[:70]:70s} {statistics.median(durs):7.1f} us{gap}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", default="128,128,65536", help="M,N,K")
+    parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
+    parser.add_argument("--calls", type=int, default=20)
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        sys.exit("perf/timeline.py profiles GPU kernels; no CUDA GPU found")
+    m, n, k = (int(x) for x in args.shape.split(","))
+    dtype = DTYPES[args.dtype]
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(k, n, device="cuda", dtype=dtype)
+    cache = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    print(f"{torch.cuda.get_device_name()}  {m}x{n}x{k} {args.dtype}")
+    for label, fn in (("torch.matmul (cuBLAS)", lambda: torch.matmul(a, b)),
+                      ("triton_gemm.matmul", lambda: triton_gemm.matmul(a, b))):
+        report(label, kernels_per_call(
+            fn, lambda: torch.bitwise_not(cache, out=cache), args.calls))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
