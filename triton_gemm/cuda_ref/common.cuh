@@ -26,24 +26,6 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ p, int row, in
     return v;
 }
 
-// load4 at a precomputed element offset p[off .. off+3]: row_inside says the row is in the
-// matrix, col and cols bound the columns as in load4. Predicated loads, no branches.
-template <bool VEC>
-__device__ __forceinline__ float4 load4_at(const float* __restrict__ p, unsigned off,
-                                           bool row_inside, int col, int cols) {
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    const float* q = p + off;
-    if (VEC) {
-        if (row_inside && col < cols) v = *reinterpret_cast<const float4*>(q);
-    } else {
-        if (row_inside && col + 0 < cols) v.x = q[0];
-        if (row_inside && col + 1 < cols) v.y = q[1];
-        if (row_inside && col + 2 < cols) v.z = q[2];
-        if (row_inside && col + 3 < cols) v.w = q[3];
-    }
-    return v;
-}
-
 // C[row, col] <- alpha * acc + beta * C[row, col], skipped outside M x N; C unread if beta == 0.
 __device__ __forceinline__ void store1(float* C, int row, int col, int M, int N, float acc,
                                       float alpha, float beta) {

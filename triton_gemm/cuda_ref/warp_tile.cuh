@@ -115,26 +115,18 @@ kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
     typename T::Acc acc = {};
     float4 a_next[A_LOADS], b_next[B_LOADS];
 
-    // Load coordinates are fixed for the whole K loop (as in async_kernel): a thread's float4
-    // i sits A_ROW_STEP rows below its float4 i - 1, in the same columns. 32-bit element
-    // offsets: the wrapper keeps every matrix below 2^31 elements.
-    static_assert(THREADS % (BK / 4) == 0 && THREADS % (BN / 4) == 0, "fixed load columns");
-    constexpr int A_ROW_STEP = THREADS / (BK / 4), B_ROW_STEP = THREADS / (BN / 4);
-    const int a_row = tid / (BK / 4), a_col = (tid % (BK / 4)) * 4, a_rows_left = M - m0 - a_row;
-    const unsigned a_base = static_cast<unsigned>(m0 + a_row) * K + a_col;
-    const unsigned a_step = static_cast<unsigned>(A_ROW_STEP) * K;
-    const int b_row = tid / (BN / 4), b_col = n0 + (tid % (BN / 4)) * 4;
-
     auto fetch = [&](int k0) {
 #pragma unroll
-        for (int i = 0; i < A_LOADS; ++i)
-            a_next[i] = ladder::load4_at<VEC>(A, a_base + i * a_step + k0,
-                                              i * A_ROW_STEP < a_rows_left, k0 + a_col, K);
+        for (int i = 0; i < A_LOADS; ++i) {
+            const int idx = tid + i * THREADS;
+            a_next[i] = ladder::load4<VEC>(A, m0 + idx / (BK / 4), k0 + (idx % (BK / 4)) * 4,
+                                           M, K, K);
+        }
 #pragma unroll
         for (int i = 0; i < B_LOADS; ++i) {
-            const int row = k0 + b_row + i * B_ROW_STEP;
-            b_next[i] = ladder::load4_at<VEC>(B, static_cast<unsigned>(row) * N + b_col, row < K,
-                                              b_col, N);
+            const int idx = tid + i * THREADS;
+            b_next[i] = ladder::load4<VEC>(B, k0 + idx / (BN / 4), n0 + (idx % (BN / 4)) * 4,
+                                           K, N, N);
         }
     };
     auto stash = [&](int s) {
