@@ -85,7 +85,8 @@ def measure(case: Case, precision: str, paths: set | None = None) -> list[dict]:
     if (case.n * out.element_size()) % 16 and (paths is None or "padded_workspace" in paths):
         # The persistent kernel's earlier way with such an output: a TMA store into an
         # aligned workspace, then a copy into out.
-        work = torch.empty(case.m, dispatch._round_up(case.n), dtype=dtype, device="cuda")
+        work = torch.empty(case.m, dispatch.padded_extent(case.n, out.element_size()),
+                           dtype=dtype, device="cuda")
         padded = plans["padded_persistent"]
 
         def via_workspace():

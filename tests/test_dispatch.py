@@ -33,6 +33,31 @@ def test_unaligned_sizes_are_padded_when_large():
     assert dispatch.plan(*_ops(dispatch.PAD_MIN_MN, 4097, 4097), "half").pad
 
 
+@requires_kernels
+@pytest.mark.parametrize("dtype,plan", [
+    (torch.float16, dispatch.Plan(True, False, False)),
+    (torch.float32, dispatch.Plan(True, True, True)),
+    (torch.float32, dispatch.SPLIT_TF32)], ids=["fp16-pad", "fp32-pad-k-major", "fp32-halves"])
+def test_padded_copies_have_cache_line_rows(dtype, plan):
+    """Every row of a padded copy starts on a 128-byte line (the TMA boxes' rows then do),
+    the operand sits in its top-left corner and the padding is zero."""
+    a = randn(1, 70, 33, dtype=dtype)
+    b = randn(1, 33, 35, dtype=dtype)
+    sa, sb, *halves = dispatch.stage(a, b, plan)
+    for staged, src in ((sa, a), (sb, b)):
+        row_pitch = max(staged.stride(1), staged.stride(2)) * staged.element_size()
+        assert row_pitch % dispatch.PAD_PITCH_BYTES == 0, (staged.shape, staged.stride())
+        rows, cols = src.shape[1:]
+        if halves:  # tf32 halves: hi + lo is the operand
+            continue
+        assert torch.equal(staged[:, :rows, :cols], src)
+        assert not staged[:, rows:].any() and not staged[:, :, cols:].any()
+    if halves:
+        (a_lo, b_lo), = halves
+        assert torch.equal(sa[:, :70, :33] + a_lo[:, :70, :33], a)
+        assert torch.equal(sb[:, :33, :35] + b_lo[:, :33, :35], b)
+
+
 def test_fp32_tensor_core_operands_are_staged_k_major_for_large_problems():
     row_b = _ops(dispatch.STAGE_MIN, 4096, 4096)
     assert dispatch.plan(*row_b, "tf32") == dispatch.Plan(False, False, True)

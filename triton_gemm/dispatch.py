@@ -211,22 +211,34 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
     return None
 
 
-def _round_up(x: int) -> int:
-    return -(-x // ALIGN) * ALIGN
+# Row pitch of the padded copies: a multiple of 128 bytes, so that every row of a TMA box
+# starts on a cache line. tile_probe.py, H100, L2 flushed, on 4097 x P x P with pitch P,
+# us: fp16 persistent 128x256x64, P = 4104 (rows 16 bytes past a line) 317, 4112 (32) 245,
+# 4128 (64) 240, 4160 (aligned) 238; tf32 through the library (B staged K-major) 4112 (64)
+# 531, 4128 (aligned) 504.
+PAD_PITCH_BYTES = 128
+
+
+def padded_extent(x: int, element_size: int) -> int:
+    """x rounded up to the pitch of a padded copy: ALIGN elements and 128 bytes."""
+    step = max(ALIGN, PAD_PITCH_BYTES // element_size)
+    return -(-x // step) * step
 
 
 def stage(a: torch.Tensor, b: torch.Tensor, p: Plan):
     """Copies of A (B, M, Kp) row-major and B (B, Kp, Np), K-major if p.b_k_major, with
     zeroed padding. Operands the plan leaves alone come back as they are. A split_tf32
-    plan returns (A hi, B hi, (A lo, B lo)) instead: K rounded up to ALIGN, B K-major."""
+    plan returns (A hi, B hi, (A lo, B lo)) instead: K padded, B K-major. Padded extents:
+    padded_extent."""
     batch, m, k = a.shape
     n = b.shape[2]
     if p.split_tf32:
-        kp = _round_up(k)
+        kp = padded_extent(k, 4)
         a_hi, a_lo = split_copy(a, (batch, m, kp))
         b_hi, b_lo = split_copy(b.transpose(1, 2), (batch, n, kp))
         return a_hi, b_hi.transpose(1, 2), (a_lo, b_lo.transpose(1, 2))
-    kp, np_ = (_round_up(k), _round_up(n)) if p.pad else (k, n)
+    kp, np_ = ((padded_extent(k, a.element_size()), padded_extent(n, b.element_size()))
+               if p.pad else (k, n))
     if p.pad or p.a_k_major:
         a = padded_copy(a, (batch, m, kp))
     if p.pad or p.b_k_major:
