@@ -2,7 +2,7 @@
 for one shape, timed as the report's eager column times them (each call after do_bench's L2
 flush), listed with their durations and the idle gaps between them. GPU only.
 
-    python perf/timeline.py --shape 128,128,65536 --dtype fp16
+    python perf/timeline.py --shape 128,128,65536 --precision fp16
 
 A gap between the kernels of one call is host launch cost the GPU waited for; kernels
 slower here than in CUDA-graph replay (perf/report.py's GPU-time column) are paying for a
@@ -23,8 +23,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import triton_gemm  # noqa: E402
+from perf import bench  # noqa: E402
+from perf.suites import Case  # noqa: E402
 
-DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 FLUSH_BYTES = 256 * 1024 * 1024  # triton.testing.do_bench's L2 flush buffer
 FLUSH_KERNEL = "bitwise_not"  # the flush here writes the buffer as do_bench's zero_() does,
 # through a kernel no GEMM launches, so it marks where each call starts
@@ -69,21 +70,23 @@ def report(label: str, calls) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="128,128,65536", help="M,N,K")
-    parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
+    parser.add_argument("--precision", default="fp16", choices=bench.PRECISIONS,
+                        help="operand dtype and precision, as perf/report.py names them")
     parser.add_argument("--calls", type=int, default=20)
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         sys.exit("perf/timeline.py profiles GPU kernels; no CUDA GPU found")
-    m, n, k = (int(x) for x in args.shape.split(","))
-    dtype = DTYPES[args.dtype]
-    a = torch.randn(m, k, device="cuda", dtype=dtype)
-    b = torch.randn(k, n, device="cuda", dtype=dtype)
+    case = Case(*(int(x) for x in args.shape.split(",")))
+    a, b = bench.make_operands(case, bench.DTYPES[args.precision], "cuda")[0]
+    lib = args.precision if args.precision in triton_gemm.PRECISIONS else None
     cache = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    print(f"{torch.cuda.get_device_name()}  {m}x{n}x{k} {args.dtype}")
-    for label, fn in (("torch.matmul (cuBLAS)", lambda: torch.matmul(a, b)),
-                      ("triton_gemm.matmul", lambda: triton_gemm.matmul(a, b))):
-        report(label, kernels_per_call(
-            fn, lambda: torch.bitwise_not(cache, out=cache), args.calls))
+    print(f"{torch.cuda.get_device_name()}  {case.label} {args.precision}")
+    with bench.cublas_precision(args.precision):
+        for label, fn in (("torch.matmul (cuBLAS)", lambda: torch.matmul(a, b)),
+                          ("triton_gemm.matmul",
+                           lambda: triton_gemm.matmul(a, b, precision=lib))):
+            report(label, kernels_per_call(
+                fn, lambda: torch.bitwise_not(cache, out=cache), args.calls))
     return 0
 
 

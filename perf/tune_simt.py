@@ -38,8 +38,8 @@ from triton_gemm.tolerances import tolerance  # noqa: E402
 # matrices (no per-copy bounds test or pointer select) 41.2-41.5 over 3-5 stages and
 # groups of 8 (8192^3: 41.5-42.7 against 44.0).
 # After copy coordinates were hoisted out of the K loop (cuBLAS 51.5 / 51.3-51.7 at 4096^3 /
-# 8192^3), TFLOPS: 8x4 per lane (1x4 sub-tiles) 47.1-47.3 / 47.6-47.7, with prefetch 47.1 /
-# 47.2; 8x8 per lane 46.2 / 47.2, with prefetch 48.1 / 48.1 (step 9 now); 4x2 sub-tiles of
+# 8192^3), TFLOPS, 8x16 per lane: four 8x4 sub-tiles 47.1-47.3 / 47.6-47.7, with prefetch 47.1
+# / 47.2; two 8x8 46.2 / 47.2, with prefetch 48.1 / 48.1 (step 9 now); 16x8 in 4x2 sub-tiles of
 # 4x4 47.2 / 47.1, with prefetch 47.5 / 48.3 (2x4 sub-tiles before hoisting: 43.5 / 44.0);
 # 3 stages 45.8-46.7; 5 stages 46.5-47.0; 3 blocks per SM (168 registers, no spills now)
 # 46.9-47.6, with prefetch they spill; BK 16 at 3-4 stages 36.4-38.2 before hoisting,
@@ -49,17 +49,17 @@ from triton_gemm.tolerances import tolerance  # noqa: E402
 VARIANTS = [
     (128, 128, 16, 64, 32, 2, 4, 4, 2, 0),    # step 7 as built: BK 16, 2 blocks/SM
     (128, 128, 8, 64, 32, 2, 4, 4, 2, 0),
-    (128, 128, 8, 64, 64, 4, 8, 4, 2, 4),     # step 9's tiles before: 8x4 per lane
+    (128, 128, 8, 64, 64, 4, 8, 4, 2, 4),     # step 9's tiles before: four 8x4 sub-tiles
     (128, 128, 8, 64, 64, 4, 8, 4, 2, 4, 1, 1),  # + fragments prefetched in registers
     (128, 128, 8, 64, 64, 4, 8, 4, 2, 3, 1, 1),
     (128, 128, 8, 64, 64, 2, 8, 8, 2, 4, 1, 1),  # step 9 as built
-    (128, 128, 8, 64, 64, 2, 4, 4, 2, 4, 1, 1),
+    (128, 128, 8, 64, 64, 2, 4, 4, 2, 4, 1, 1),  # 16x8 per lane: 4x2 sub-tiles of 4x4
     (128, 128, 8, 64, 64, 4, 8, 4, 2, 5, 1, 1),
     (128, 128, 8, 64, 64, 2, 8, 8, 3, 4),     # 3 blocks per SM (168 registers)
     (128, 128, 16, 64, 64, 4, 8, 4, 2, 3, 1, 1),  # BK 16 (dynamic shared memory)
     (128, 128, 16, 64, 64, 4, 8, 4, 2, 4, 1, 1),
 ]
-# (1100, 300, 40): 9 block rows, a full group of 8 and a partial one.
+# (1100, 300, 40): 9 block rows, a full group of 8 and a partial one for a GROUP 8 variant.
 EDGE_SHAPES = [(1, 1, 1), (129, 65, 33), (300, 20, 129), (130, 260, 36), (1100, 300, 40)]
 
 

@@ -228,8 +228,7 @@ def padded_extent(x: int, element_size: int) -> int:
 def stage(a: torch.Tensor, b: torch.Tensor, p: Plan):
     """Copies of A (B, M, Kp) row-major and B (B, Kp, Np), K-major if p.b_k_major, with
     zeroed padding. Operands the plan leaves alone come back as they are. A split_tf32
-    plan returns (A hi, B hi, (A lo, B lo)) instead: K padded, B K-major. Padded extents:
-    padded_extent."""
+    plan returns (A hi, B hi, (A lo, B lo)) instead, B K-major. Kp and Np: padded_extent."""
     batch, m, k = a.shape
     n = b.shape[2]
     if p.split_tf32:

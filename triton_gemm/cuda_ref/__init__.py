@@ -33,7 +33,7 @@ LADDER = (
     ("warp_tile", "06_warp_tile.cu", "64x32 warp tiles, 4x4 per lane in sub-tiles"),
     ("double_buffer", "07_double_buffer.cu", "two shared-memory stages at BK 16, one barrier per step"),
     ("wmma", "08_wmma.cu", "WMMA tensor cores, fp16 operands, fp32 accumulate"),
-    ("best_simt", "09_best_simt.cu", "cp.async into 4 stages, 64x64 warps, 8x8 per lane"),
+    ("best_simt", "09_best_simt.cu", "cp.async into 4 stages, 64x64 warps, 8x16 per lane"),
 )
 NAMES = tuple(name for name, _, _ in LADDER)
 TENSOR_CORE_KERNELS = frozenset({"wmma"})  # fp16 operands: compare with cuBLAS fp16

@@ -175,7 +175,7 @@ kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
 // renumbers them so consecutive blocks walk GROUP block-rows column by column, and the
 // blocks in flight together share rows of A and columns of B in L2 (Triton's grouped
 // ordering). GROUP 1: row-major raster, the grid as launched. On the H100 grouping gained
-// nothing for step 9 (SIMT sweep, 8x4 tiles, groups of 8: 47.3 TFLOPS against 47.3 at
+// nothing for step 9 (SIMT sweep, 8x4 sub-tiles, groups of 8: 47.3 TFLOPS against 47.3 at
 // 4096^3 and 8192^3; before the copies were hoisted, groups of 4-16 43.2-43.3 against 43.5):
 // L2 is not what holds it below cuBLAS.
 template <int GROUP>
@@ -241,7 +241,7 @@ async_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
 
     // Copy coordinates are fixed for the whole K loop, so a copy costs a few integer ops:
     // computed per copy they took 174 of the 1257 instructions a warp issued per K tile, now
-    // 1167 (Nsight Compute, H100, 4096^3, step 9's 8x4 tiles; cuBLAS SGEMM 1158). Element
+    // 1167 (Nsight Compute, H100, 4096^3, step 9's 8x4 sub-tiles; cuBLAS SGEMM 1158). Element
     // offsets fit 32 bits: the wrapper keeps every matrix below 2^31 elements, and rows past M
     // wrap harmlessly in unsigned arithmetic. A copy outside the matrix reads nothing and is
     // given offset 0 regardless.
