@@ -6,7 +6,9 @@ the dispatcher's rules (triton_gemm/dispatch.py).
 
 Paths: auto (what the library picks), plain (operands as given), padded (zero-padded copies;
 fp32 tensor-core operands K-major), padded_persistent (the same on the persistent kernel),
-direct (the persistent kernel on unpadded operands, where TMA takes their rows), for tf32x3
+direct (the persistent kernel on unpadded operands, where TMA takes their rows), each of
+those two with its thin fringe on the split-K kernel (_fringe_rows, _fringe_cols, _fringe_both:
+dispatch._fringe_core), for tf32x3
 k_major_persistent (K-major copies, split in the K loop) and split_tf32 (staged tf32
 halves, three tf32 dots), and, for
 outputs TMA cannot store, padded_workspace (TMA-stored into an aligned buffer, then
@@ -49,6 +51,20 @@ def candidate_plans(a, b, precision: str) -> dict:
         # halves staged once (dispatch.SPLIT_TF32).
         plans["k_major_persistent"] = dispatch.Plan(False, True, True, True)
         plans["split_tf32"] = dispatch.SPLIT_TF32
+    # The persistent paths with their thin fringe rows, columns or both on the split-K
+    # kernel (dispatch._fringe_core): "_fringe_rows" and so on.
+    m, n = a.shape[1], b.shape[2]
+    cut_m, cut_n = m - m % dispatch.FRINGE_TILE, n - n % dispatch.FRINGE_TILE
+    cores = {}
+    if 0 < cut_m < m:
+        cores["rows"] = (cut_m, n)
+    if 0 < cut_n < n:
+        cores["cols"] = (m, cut_n)
+    if len(cores) == 2:
+        cores["both"] = (cut_m, cut_n)
+    for name in [p for p in ("padded_persistent", "direct") if p in plans]:
+        for side, core in cores.items():
+            plans[f"{name}_fringe_{side}"] = plans[name]._replace(core=core)
     return plans
 
 

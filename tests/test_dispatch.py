@@ -279,6 +279,80 @@ def test_halves_pay_at_the_cost_threshold():
     assert 1024 < boundary < 2048
 
 
+def test_thin_fringes_run_on_split_k_where_they_save_a_wave():
+    sms = 132
+
+    def plan(m, n, k, precision="half", dtype=torch.float16, **layouts):
+        return dispatch.plan(*_ops(m, n, k, dtype=dtype, **layouts), precision, sms)
+
+    # 4097^3: 33 x 17 tiles of 128x256 take five waves, 33 x 16 four. The row fringe would
+    # save none (32 x 17) and, with row-major B, streams B slowly: columns only.
+    assert plan(4097, 4097, 4097).core == (4097, 4096)
+    assert plan(4097, 4097, 4097, "tf32", torch.float32).core == (4097, 4096)
+    assert plan(4096, 4097, 4096).core == (4096, 4096)
+    # Rows are cut only where B reaches the split-K kernel K-major: 4097 x 8448 takes 33 x 33
+    # tiles, nine waves, and 4096 x 8448 eight (32 x 33).
+    wide = 33 * 256
+    assert plan(4097, wide, 4096).core is None
+    assert plan(4097, wide, 4096, b_layout="col").core == (4096, wide)
+    assert plan(4097, wide, 4096, "tf32", torch.float32).core == (4096, wide)  # staged K-major
+    # No wave saved (4096 x 4097: 32 x 17 tiles, 2049^3: 17 x 9 and 17 x 8 both two waves),
+    # a fringe wider than SKINNY_M, or no fringe: nothing cut.
+    assert plan(4097, 4096, 4096).core is None
+    assert plan(2049, 2049, 2049).core is None
+    assert plan(4093, 4091, 4099).core is None
+    assert plan(4096, 4096 + dispatch.SKINNY_M + 1, 4096).core is None
+    assert plan(4096, 4096, 4096).core is None
+    # Only the persistent kernel's plans: not off Hopper, not mid-M, not batched.
+    assert dispatch.plan(*_ops(4097, 4097, 4097, dtype=torch.float16), "half", sms,
+                         tma=False).core is None
+    assert plan(200, 4097, 4096).core is None
+    a, b = _ops(4097, 4097, 4097, dtype=torch.float16)
+    assert dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "half", sms).core is None
+
+
+FRINGE_PLANS = [dispatch.Plan(False, False, False, core=(128, 128)),
+                dispatch.Plan(True, True, True, core=(136, 128)),
+                dispatch.Plan(True, True, False, True, core=(128, 140)),
+                dispatch.Plan(False, True, True, True, core=(128, 128))]
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("plan", FRINGE_PLANS, ids=lambda p: "-".join(
+    f for f, v in zip(p._fields, p) if v is True) + f"-core{p.core[0]}x{p.core[1]}")
+def test_fringe_plans_compute_every_region(dtype, precision, plan):
+    """The core on the tiled kernel, the row and column strips on the split-K kernel: each
+    region of the poisoned output matches float64, epilogue included."""
+    precision = precision or "half"
+    a = randn(1, 136, 72, dtype=dtype)
+    b = randn(1, 140, 72, dtype=dtype).transpose(1, 2)  # K-major B, as linear gives
+    d = randn(140, dtype=dtype)
+    out = torch.full((1, 136, 140), float("nan"), dtype=dtype, device=a.device)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=plan,
+                 activation=1)
+    ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
+    rows, cols = plan.core
+    every = slice(None)
+    for region in ((every, slice(rows), slice(cols)), (every, slice(rows, None)),
+                   (every, slice(rows), slice(cols, None))):
+        if out[region].numel():
+            assert_close(out[region], ref[region], dtype,
+                         None if precision == "half" else precision, f"{plan} {region}")
+
+
+def test_fringe_plans_are_for_single_products_on_the_tiled_kernels():
+    a, b = _ops(136, 140, 72)
+    out = torch.empty(1, 136, 140)
+    for p in (dispatch.Plan(False, False, False, split_k=True, core=(128, 128)),
+              dispatch.SPLIT_TF32._replace(core=(128, 128))):
+        with pytest.raises(ValueError, match="core"):
+            dispatch.run(a, b, out, precision="tf32x3", force=p)
+    with pytest.raises(ValueError, match="core"):
+        dispatch.run(a.expand(2, -1, -1), b.expand(2, -1, -1), out.expand(2, -1, -1),
+                     precision="ieee", force=dispatch.PLAIN._replace(core=(128, 128)))
+
+
 def test_persistent_kernel_for_large_single_products_on_hopper():
     sms = 132
     big = _ops(2048, 2048, 1024, dtype=torch.float16)

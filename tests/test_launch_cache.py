@@ -44,13 +44,21 @@ def test_launch_tensors_map_to_operands_and_workspaces_by_start_address():
     record, _ = _record((a[0], b[0, :, :3], work.transpose(1, 2)),
                         (work[:, :, :2], out, d.expand(1, 4, 4)), workspaces=[work])
     recipe = launch_cache._recipe(record, (a, b, out, d))
-    assert recipe.slots == ((0, 1, 4), (4, 2, 3))
+    assert recipe.slots == (((0, 0), (1, 0), (4, 0)), ((4, 0), (2, 0), (3, 0)))
     assert recipe.workspaces == (((2, 4, 4), torch.float32),)
     assert all(launch.tensors == () for launch in recipe.launches)  # no tensors kept
 
 
-@pytest.mark.parametrize("case", ["aliased operands", "unregistered tensor", "offset view",
-                                  "tuning run", "no launch"])
+def test_views_inside_an_operand_or_workspace_map_to_its_offset():
+    a, b, out, d = _operands()
+    work = torch.zeros(2, 4, 4)
+    record, _ = _record((a[:, 1:], b[0, :, 3:].T, work[1, :, 2:]), workspaces=[work])
+    recipe = launch_cache._recipe(record, (a, b, out, None))
+    assert recipe.slots == (((0, 16), (1, 12), (4, 72)),)  # float32: 4 bytes an element
+
+
+@pytest.mark.parametrize("case", ["aliased operands", "unregistered tensor",
+                                  "inside two operands", "tuning run", "no launch"])
 def test_calls_that_cannot_be_replayed_are_not_recorded(case):
     a, b, out, d = _operands()
     operands = (a, b, out, d)
@@ -59,8 +67,9 @@ def test_calls_that_cannot_be_replayed_are_not_recorded(case):
         operands = (a, a, out, None)
     elif case == "unregistered tensor":
         record, _ = _record((a.clone(), b, out))
-    elif case == "offset view":
-        record, _ = _record((a[:, 1:], b, out))
+    elif case == "inside two operands":
+        operands = (a, a[:, 1:], out, None)
+        record, _ = _record((a[:, 2:], out))
     elif case == "tuning run":
         record.recordable = False
     else:
@@ -71,7 +80,8 @@ def test_calls_that_cannot_be_replayed_are_not_recorded(case):
 def test_replay_launches_the_new_operands_with_fresh_workspaces(monkeypatch):
     a, b, out, d = _operands()
     work = torch.zeros(2, 4, 4)
-    record, compiled = _record((a, work), (work, out, d), workspaces=[work])
+    record, compiled = _record((a, work), (work, out, d), (work[1], b[:, 2:]),
+                               workspaces=[work])
     monkeypatch.setattr(common, "_last", {"config": None})  # the fake records stay here
     common.record("cfg", "half")
     recipe = launch_cache._recipe(record, (a, b, out, d))
@@ -80,12 +90,14 @@ def test_replay_launches_the_new_operands_with_fresh_workspaces(monkeypatch):
     common.record("other", "half")
     a2, b2, out2, d2 = _operands()
     launch_cache._replay(recipe, (a2, b2, out2, d2), device=0)
-    (first, second) = compiled.calls
+    (first, second, third) = compiled.calls
     assert first[0] == (3, 1, 1) and first[1] == "stream"
     assert first[2][0] is a2 and first[2][2:] == (7, 0.5, "c")
     new_work = first[2][1]
     assert new_work is not work and new_work.shape == work.shape
     assert second[2][:3] == (new_work, out2, d2)
+    # Views at an offset go as addresses into the new tensors.
+    assert third[2][:2] == (new_work.data_ptr() + 64, b2.data_ptr() + 32)
     assert common.current_record() == ("cfg", "half")
 
 
@@ -144,3 +156,26 @@ def test_replayed_calls_match_float64_across_signatures(dtype):
         ref = 1.5 * (a.double() @ b.double()) + (0 if d is None else 0.5 * d.double())
         assert_close(out, ref, dtype, None if dtype != torch.float32 else "ieee", name)
     assert launch_cache.stats["replayed"] - replayed == 7
+
+
+@gpu_only
+def test_fringe_plans_replay_with_their_strips():
+    """4097^3 fp16 on Hopper cuts its last column off for the split-K kernel (dispatch's
+    fringe); the strip is a view inside the staged copies, and the call still replays:
+    the second call, on new operands, is a replay and matches float64 as the first did."""
+    from triton_gemm import dispatch
+    from triton_gemm.kernels import persistent
+    sms, tma = persistent.gpu_sms(torch.device("cuda"))
+    a, b = randn(1, 4097, 4097, dtype=torch.float16), randn(1, 4097, 4097, dtype=torch.float16)
+    if dispatch.plan(a, b, "half", sms, tma).core is None:
+        pytest.skip("no fringe plan on this GPU (the persistent kernel needs Hopper)")
+    launch_cache.clear()
+    replayed = launch_cache.stats["replayed"]
+    for _ in range(2):
+        a, b = randn(1, 4097, 4097, dtype=torch.float16), randn(1, 4097, 4097, dtype=torch.float16)
+        out = torch.full((1, 4097, 4097), float("nan"), dtype=torch.float16, device=a.device)
+        launch_cache.run(a, b, out, precision="half")
+        ref = a.double() @ b.double()
+        assert_close(out[:, :, 4096:], ref[:, :, 4096:], torch.float16, what="column strip")
+        assert_close(out, ref, torch.float16, what="4097^3")
+    assert launch_cache.stats["replayed"] - replayed == 1

@@ -28,6 +28,11 @@ kernel's hi accumulator flushed every 256 K; at the current 128 the report has 4
 (SPLIT_TF32_MIN_K), tiles are too few per SM (SPLIT_TF32_MIN_TILES_PER_SM), or copying the
 halves costs more than the faster kernel saves (_halves_pay).
 
+A thin fringe of output columns (or rows, B K-major) that would cost the persistent kernel a
+whole wave of tiles (4097^3: 561 tiles of 128x256, five waves on 132 SMs; 528 without the last
+column) runs apart as a skinny product: on the split-K kernel, or inside the copy of A where
+the plan makes one (Plan.core, _fringe_core).
+
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle. On
@@ -48,7 +53,7 @@ from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
 from .kernels.common import INTERPRETER
-from .kernels.copy import padded_copy, split_copy
+from .kernels.copy import padded_copy, padded_copy_with_strip, split_copy
 
 # Elements a leading stride and a masked extent must be multiples of for 16-byte vector
 # loads of every dtype (Triton specialises integer arguments divisible by 16).
@@ -97,6 +102,8 @@ class Plan(NamedTuple):
     split_k: bool = False     # run the split-K kernel
     split_tf32: bool = False  # stage tf32 halves of A (row-major) and B (K-major): 3xTF32
                               # on the persistent kernel as three plain tf32 dots
+    core: tuple | None = None  # (rows, columns) the tiled kernel covers; the thin fringe
+                               # of rows and columns past them runs on the split-K kernel
 
     @property
     def copies(self) -> bool:
@@ -148,6 +155,12 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     mid_m = (precision == "half" and SKINNY_M < m <= configs.MID_M_MAX
              and n * k >= MID_MIN_WEIGHT)
     persistent = tma_kernel and (tiles >= sms or mid_m)
+    # The row strip's skinny product streams B: fast only K-major (see _fringe_core).
+    b_k_major_staged = b_k_major or (sb[1] == 1 and (direct is not None or not pad))
+    if direct is not None:
+        b_k_major_staged = direct[1] or sb[1] == 1
+    core = (_fringe_core(m, n, sms, b_k_major_staged) if persistent and not mid_m
+            else None)
     if (precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
             and k >= SPLIT_TF32_MIN_K and tiles >= SPLIT_TF32_MIN_TILES_PER_SM * sms
             and _halves_pay(m, n, k, pad * (m + n) * k + a_k_major * m * k
@@ -160,8 +173,43 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
         # as they are, at any tile count, instead of padded copies; fp32 operands TMA cannot
         # take as given get their (unpadded) K-major copies.
-        return Plan(False, *direct, persistent=True)
-    return Plan(pad, a_k_major, b_k_major, persistent, split_k)
+        return Plan(False, *direct, persistent=True, core=core)
+    return Plan(pad, a_k_major, b_k_major, persistent, split_k, core=core)
+
+
+# The persistent kernel's tiles are whole multiples of FRINGE_TILE rows and columns; on large
+# products both tensor-core families tune to 128x256 tiles, with grid = SMs, so it runs in
+# waves of one tile per SM. At 4097^3 the one row and column past 4096 make 33 x 17 = 561
+# tiles, five waves instead of four, all at full cost. A fringe of at most SKINNY_M rows or
+# columns is a skinny product, memory-bound on the split-K kernel: cut off, it costs one read
+# of the other operand instead of a wave. perf/plans.py, H100, 4097^3, L2 flushed, ms
+# (cuBLAS 1.025 fp16, 1.171 tf32): fp16 uncut 0.306, columns cut 0.283, rows 0.374, both
+# 0.387; tf32 0.573, 0.534, 0.584, 0.534. Cutting rows saves no wave of 128x256 tiles there
+# (32 x 17 = 544), and with row-major B the row strip streams B through the split-K kernel's
+# element-wise N-contiguous loads (70 us for 34 MB), so rows are cut only when B is K-major.
+# Where the plan copies A anyway, the copy computes the column strip's partial products as
+# it reads A (copy.padded_copy_with_strip) instead of a second read on the split-K kernel.
+# perf/timeline.py, 4097^3, us: fp16 split-K strip 18.3 + reduce 1.8, copy of A 27.8 alone;
+# fused copy 30.2-30.7 (16-bit tensor-core dot) + reduce 2.3; tf32 strip 34.0 + 2.6, copy
+# 48.1 alone, fused 70.2 (fp32 FMA dot) + 2.4.
+FRINGE_TILE = 128
+
+
+def _waves(m: int, n: int, sms: int) -> int:
+    """Waves of 128x256 tiles that an m x n output takes on sms SMs."""
+    return -(-(-(-m // 128) * -(-n // 256)) // sms)
+
+
+def _fringe_core(m: int, n: int, sms: int, cut_rows: bool) -> tuple | None:
+    """(rows, columns) for the persistent kernel when cutting a fringe of at most SKINNY_M
+    columns, or rows where cut_rows, off the output saves a wave; None when nothing does."""
+    def cuts(x: int, allowed: bool = True) -> tuple:
+        thin = allowed and 0 < x % FRINGE_TILE <= SKINNY_M < x
+        return (x, x - x % FRINGE_TILE) if thin else (x,)
+    # Fewest waves; among equals, the least cut off (fewest and smallest fringe launches).
+    best = min((_waves(r, c, sms), (m - r) + (n - c), (r, c))
+               for r in cuts(m, cut_rows) for c in cuts(n))
+    return None if best[2] == (m, n) else best[2]
 
 
 # Below this K, cuBLAS SGEMM's own error (2.1e-7 at K = 512, report) is under the split
@@ -225,10 +273,13 @@ def padded_extent(x: int, element_size: int) -> int:
     return -(-x // step) * step
 
 
-def stage(a: torch.Tensor, b: torch.Tensor, p: Plan):
+def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = None):
     """Copies of A (B, M, Kp) row-major and B (B, Kp, Np), K-major if p.b_k_major, with
     zeroed padding. Operands the plan leaves alone come back as they are. A split_tf32
-    plan returns (A hi, B hi, (A lo, B lo)) instead, B K-major. Kp and Np: padded_extent."""
+    plan returns (A hi, B hi, (A lo, B lo)) instead, B K-major. Kp and Np: padded_extent.
+    strip_from (a single product whose plan copies A): A's copy also computes the partial
+    products of A with B's columns from strip_from on, returned third (copy.
+    padded_copy_with_strip)."""
     batch, m, k = a.shape
     n = b.shape[2]
     if p.split_tf32:
@@ -238,14 +289,17 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan):
         return a_hi, b_hi.transpose(1, 2), (a_lo, b_lo.transpose(1, 2))
     kp, np_ = ((padded_extent(k, a.element_size()), padded_extent(n, b.element_size()))
                if p.pad else (k, n))
-    if p.pad or p.a_k_major:
+    partials = None
+    if strip_from is not None:
+        a, partials = padded_copy_with_strip(a, (batch, m, kp), b[0, :, strip_from:])
+    elif p.pad or p.a_k_major:
         a = padded_copy(a, (batch, m, kp))
     if p.pad or p.b_k_major:
         if p.b_k_major:
             b = padded_copy(b.transpose(1, 2), (batch, np_, kp)).transpose(1, 2)
         else:
             b = padded_copy(b, (batch, kp, np_))
-    return a, b
+    return (a, b) if strip_from is None else (a, b, partials)
 
 
 def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
@@ -262,25 +316,77 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     if p.split_tf32 and (precision != "tf32x3" or a.dtype != torch.float32):
         raise ValueError(f"a split_tf32 plan runs float32 operands at precision 'tf32x3', "
                          f"not {a.dtype} at {precision!r}")
+    if p.core is not None and (p.split_tf32 or p.split_k or a.shape[0] != 1):
+        raise ValueError(f"a plan with a core runs single products on the tiled kernels, "
+                         f"not {p}")
+    if p.core is not None and not _splitk.supports(a, b, out, d):
+        p = p._replace(core=None)  # 2^31 elements and more: the tiled kernel takes it all
+    n = out.shape[2]
+    rows, cols = (out.shape[1], n) if p.core is None else p.core
+    # A copy of A, if the plan makes one, computes a thin column fringe as it goes.
+    copies_a = (p.pad or p.a_k_major) and not p.split_tf32
+    strip_from = cols if copies_a and 0 < n - cols <= SKINNY_M else None
+    partials = None
     if p.split_tf32:
         a, b, lo = stage(a, b, p)
+    elif strip_from is not None:
+        a, b, partials = stage(a, b, p, strip_from)
     elif p.copies:
         a, b = stage(a, b, p)
+    epilogue = {"alpha": alpha, "beta": beta, "precision": precision, "activation": activation}
+    if p.core is None:
+        _tiled(a, b, out, d, p, lo, **epilogue)
+        return out
+    d3 = None if d is None else d.expand(out.shape)
+    # The core first: a planned (not replayed) call spends ~100 us of host time launching
+    # it (perf/timeline.py, 4097^3 fp16: the GPU idled 98 us when the split-K strip went
+    # first), which the core's own run then hides from what follows.
+    _tiled(a[:, :rows], b[:, :, :cols], out[:, :rows, :cols],
+           None if d3 is None else d3[:, :rows, :cols], p, lo, **epilogue)
+    _fringe(a[0], b[0, :, :n], out[0], None if d3 is None else d3[0], rows, cols, partials,
+            **epilogue)
+    return out
+
+
+def _fringe(a, b, out, d, rows: int, cols: int, partials, **epilogue) -> None:
+    """The fringe of a plan with a core: out's columns from `cols` on (every row), then its
+    rows from `rows` on (left of `cols`). 2-D a (M, K), b (K, N), out (M, N), d None or
+    (M, N); partials: the column strip's partial products from A's copy, else None (the
+    split-K kernel computes the strip)."""
+    if cols < out.shape[1]:
+        strip_d = None if d is None else d[:, cols:]
+        if partials is not None:
+            _splitk.reduce(partials, partials.shape[0], out[:, cols:], strip_d,
+                           alpha=epilogue["alpha"], beta=epilogue["beta"],
+                           activation=epilogue["activation"])
+        else:
+            # A column strip is a skinny product transposed: out[:, c:]^T = b[:, c:]^T a^T.
+            _splitk.matmul_2d(b[:, cols:].T, a.T, out[:, cols:].T,
+                              None if strip_d is None else strip_d.T, **epilogue)
+    if rows < out.shape[0]:
+        _splitk.matmul_2d(a[rows:], b[:, :cols], out[rows:, :cols],
+                          None if d is None else d[rows:, :cols], **epilogue)
+
+
+def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation) -> None:
+    """out = act(alpha * a @ b + beta * d) on the plan's kernel for staged (B, M, K) a,
+    (B, K, N) b (N or more columns) and (B, M, N) out; lo: the tf32 remainders of a
+    split_tf32 plan."""
     n = out.shape[2]
     # The single-product kernels take 2-D operands: D broadcast to the one output matrix.
     d2 = None if d is None or not (p.split_k or p.persistent) else d.expand(out.shape)[0]
     if p.split_k and _splitk.supports(a, b, out, d2):
         _splitk.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                           precision=precision, activation=activation)
-        return out
+        return
     if p.persistent and _persistent.supports(a[0], b[0], out[0], precision):
         # An unaligned output (4097 columns) is stored without TMA, straight into out.
         _persistent.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                               precision=precision, activation=activation,
                               lo=None if lo is None else (lo[0][0], lo[1][0, :, :n]))
-        return out
+        return
     if lo is not None:
         # hi + lo == the operand exactly: plain tf32x3 on their sum loses nothing.
         a, b = a + lo[0], b + lo[1]
-    return _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
-                             activation=activation)
+    _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
+                      activation=activation)

@@ -7,7 +7,8 @@ arguments and specialisation) depends only on the operands' shapes, strides, dty
 The first call of a signature runs through dispatch.run with its launches recorded
 (kernels/common.capture); when every tensor those launches touch is an operand of the
 call or scratch allocated through common.workspace (split-K partials, padded and K-major
-staged copies made by kernels/copy.py), each at its start address, the record is kept, and
+staged copies made by kernels/copy.py), or a view inside exactly one of them (a fringe strip
+of dispatch), the record is kept, and
 later calls of the signature allocate fresh scratch and launch the same compiled kernels on
 their own operands. Calls being tuned are not kept and take dispatch.run again.
 
@@ -37,8 +38,8 @@ MAX_ENTRIES = 4096
 
 class Recipe(NamedTuple):
     launches: tuple          # common.Launch, in order
-    slots: tuple             # per launch, per pointer argument: its pool index (a, b, out,
-                             # d, then the workspaces)
+    slots: tuple             # per launch, per pointer argument: (pool index, byte offset);
+                             # the pool holds a, b, out, d, then the workspaces
     workspaces: tuple        # (shape, dtype) of each scratch tensor, pool index 4, 5, ...
     config: object           # common's record of the config that ran (for last_config())
 
@@ -90,29 +91,46 @@ def _replay(recipe: Recipe, operands: tuple, device: int) -> None:
     stream = common.current_stream(device)
     common.ensure_allocator()
     for launch, slots in zip(recipe.launches, recipe.slots):
-        launch.run([pool[i] for i in slots], stream)
+        # An int pointer is what triton's launcher passes for a tensor (its data_ptr()).
+        launch.run([pool[i] if offset == 0 else pool[i].data_ptr() + offset
+                    for i, offset in slots], stream)
     common.restore_record(recipe.config)
+
+
+def _span_bytes(t: torch.Tensor) -> int:
+    """Bytes from t's first element to just past its last."""
+    if t.numel() == 0:
+        return 0
+    last = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    return (last + 1) * t.element_size()
 
 
 def _recipe(record: common.Capture, operands: tuple) -> Optional[Recipe]:
     """The replayable form of a recorded call, or None when it cannot be replayed: nothing
-    or a tuning run was recorded, operands share an address (which operand a pointer
-    stands for would be ambiguous), or a launch touched memory that is neither an operand
-    nor a workspace."""
+    or a tuning run was recorded, operands share an address or a launch pointer lies inside
+    two of them (which operand it stands for would be ambiguous), or a launch touched
+    memory that is neither an operand nor a workspace."""
     if not record.recordable or not record.launches:
         return None
-    # Every tensor a launch takes starts where an operand or a workspace starts (views at
-    # offset 0: a[0], a transposed staged copy), so an address names it.
+    # Every tensor a launch takes starts inside exactly one operand or workspace: the
+    # operand itself, a view of it (a[0], b[:, c:].T of a fringe strip), a transposed
+    # staged copy; the pool index and byte offset name it.
     present = [t for t in operands if t is not None] + record.workspaces
-    addresses = {t.data_ptr(): i for i, t in enumerate(operands) if t is not None}
-    addresses.update({t.data_ptr(): len(operands) + i for i, t in enumerate(record.workspaces)})
-    if len(addresses) != len(present):
+    starts = {t.data_ptr() for t in present}
+    if len(starts) != len(present):
         return None
+    pool = [(i, t) for i, t in enumerate(operands) if t is not None]
+    pool += [(len(operands) + i, t) for i, t in enumerate(record.workspaces)]
+    ranges = [(i, t.data_ptr(), t.data_ptr() + max(_span_bytes(t), 1)) for i, t in pool]
     slots = []
     for launch in record.launches:
-        launch_slots = [addresses.get(t.data_ptr()) for t in launch.tensors]
-        if None in launch_slots:
-            return None
+        launch_slots = []
+        for t in launch.tensors:
+            ptr = t.data_ptr()
+            inside = [(i, ptr - start) for i, start, end in ranges if start <= ptr < end]
+            if len(inside) != 1:
+                return None
+            launch_slots.append(inside[0])
         slots.append(tuple(launch_slots))
     # The recipe keeps compiled kernels, never tensors.
     launches = tuple(launch._replace(tensors=()) for launch in record.launches)

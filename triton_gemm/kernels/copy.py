@@ -13,17 +13,22 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import run_kernel, workspace
+from .common import INTERPRETER, run_kernel, workspace
 
 # Tile per program: 64 x 64 elements (16 KB of fp32) with 4 warps, a tile transposed
 # through shared memory when source and destination are contiguous along different axes.
+# perf/copy_probe.py, H100, 4097 x 4097 into padded rows, L2 flushed, eight tiles from 16x256
+# to 128x128 with 4 or 8 warps: fp16 30.2-31.7 us (64x64: 31.7), fp32 51.5-52.5 (52.3), fp32
+# transposed 53.7-55.6 (54.5). The tile hardly matters; 2.2 TB/s for fp16 against 2.6 for
+# fp32 points at the unaligned source rows' narrow loads instead.
 _TILE = 64
 
 
 @triton.jit
-def _copy_kernel(src_ptr, dst_ptr, lo_ptr, ROWS, COLS, DST_ROWS, DST_COLS,
-                 s_b, s_r, s_c, d_b, d_r, d_c,
-                 SPLIT_TF32: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_ROWS, DST_COLS,
+                 STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk, s_sn,
+                 SPLIT_TF32: tl.constexpr, STRIP: tl.constexpr, STRIP_NP: tl.constexpr,
+                 UPCAST: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
     """dst[b, r, c] = src[b, r, c] for r < ROWS, c < COLS, else 0, over dst's
     DST_ROWS x DST_COLS; any strides, 64-bit offsets. One grid axis walks (batch, row tile,
     column tile): the y and z axes would cap batch and tiles at 65535.
@@ -31,18 +36,36 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, ROWS, COLS, DST_ROWS, DST_COLS,
     SPLIT_TF32 (float32): dst gets x rounded to tf32 (10 mantissa bits, nearest, ties away
     from zero like cvt.rna.tf32.f32) and lo_ptr (dst's strides) the remainder x - dst,
     exact in fp32: 3xTF32 operands. A non-finite x leaves a zero remainder, so inf stays inf
-    in the product instead of becoming inf - inf = NaN."""
+    in the product instead of becoming inf - inf = NaN.
+
+    STRIP (batch 1): src is the A of a product and strip_ptr (COLS, STRIP_N; strides s_sk,
+    s_sn) the last STRIP_N columns of its B. Each program also writes its tile's share of
+    A @ strip, in fp32, to part_ptr (column tiles, ROWS, STRIP_N; contiguous), for
+    splitk.reduce to sum: the product's column fringe from the one read of A that the
+    copy makes anyway. STRIP_NP: STRIP_N rounded up to a power of two, at least 16."""
     pid = tl.program_id(0).to(tl.int64)
     col_tiles = tl.cdiv(DST_COLS, BC)
     tiles = tl.cdiv(DST_ROWS, BR) * col_tiles
     batch = pid // tiles
+    col_tile = (pid % tiles) % col_tiles
     rows = ((pid % tiles) // col_tiles) * BR + tl.arange(0, BR)
-    cols = ((pid % tiles) % col_tiles) * BC + tl.arange(0, BC)
+    cols = col_tile * BC + tl.arange(0, BC)
     inside = (rows[:, None] < ROWS) & (cols[None, :] < COLS)
     x = tl.load(src_ptr + batch * s_b + rows[:, None] * s_r + cols[None, :] * s_c,
                 mask=inside, other=0.0)
     dst_offsets = batch * d_b + rows[:, None] * d_r + cols[None, :] * d_c
     dst_inside = (rows[:, None] < DST_ROWS) & (cols[None, :] < DST_COLS)
+    if STRIP:
+        n = tl.arange(0, STRIP_NP)
+        strip = tl.load(strip_ptr + cols[:, None] * s_sk + n[None, :] * s_sn,
+                        mask=(cols[:, None] < COLS) & (n[None, :] < STRIP_N), other=0.0)
+        if UPCAST or x.dtype == tl.float32:
+            # fp32 FMA (ieee): as accurate as any precision the product asked for.
+            part = tl.dot(x.to(tl.float32), strip.to(tl.float32), input_precision="ieee")
+        else:
+            part = tl.dot(x, strip)  # 16-bit tensor cores, fp32 accumulation
+        tl.store(part_ptr + (col_tile * ROWS + rows[:, None]) * STRIP_N + n[None, :], part,
+                 mask=(rows[:, None] < ROWS) & (n[None, :] < STRIP_N))
     if SPLIT_TF32:
         # Round half away from zero at bit 13: add half an ulp of tf32 to the magnitude
         # bits, then clear the 13 bits tf32 drops.
@@ -59,20 +82,30 @@ def copy_into(src: torch.Tensor, dst: torch.Tensor, lo: torch.Tensor | None = No
     """dst (batch, R', C') <- src (batch, R, C) with R <= R', C <= C', the rest of dst zero.
     With lo (float32, dst's shape and strides): dst gets src rounded to tf32 and lo the
     remainder (see _copy_kernel). Returns dst."""
-    batch, rows, cols = src.shape
-    dst_rows, dst_cols = dst.shape[1], dst.shape[2]
     if lo is not None and not (src.dtype == dst.dtype == lo.dtype == torch.float32
                                and lo.shape == dst.shape and lo.stride() == dst.stride()):
         raise ValueError("a tf32 split needs float32 src, dst and lo, lo shaped and strided "
                          "like dst")
     if dst.numel() == 0:
         return dst
+    _launch(src, dst, lo)
+    return dst
+
+
+def _launch(src, dst, lo=None, strip=None, partials=None) -> None:
+    batch, rows, cols = src.shape
+    dst_rows, dst_cols = dst.shape[1], dst.shape[2]
+    strip_n = 0 if strip is None else strip.shape[1]
     grid = (batch * triton.cdiv(dst_rows, _TILE) * triton.cdiv(dst_cols, _TILE),)
     run_kernel(_copy_kernel, grid,
-               (src, dst, dst if lo is None else lo, rows, cols, dst_rows, dst_cols,
-                *src.stride(), *dst.stride()),
-               {"SPLIT_TF32": lo is not None, "BR": _TILE, "BC": _TILE, "num_warps": 4})
-    return dst
+               (src, dst, dst if lo is None else lo, dst if strip is None else strip,
+                dst if partials is None else partials, rows, cols, dst_rows, dst_cols, strip_n,
+                *src.stride(), *dst.stride(), *(strip.stride() if strip is not None else (0, 0))),
+               {"SPLIT_TF32": lo is not None, "STRIP": strip is not None,
+                "STRIP_NP": max(16, triton.next_power_of_2(strip_n)),
+                # The interpreter's dot takes no bf16.
+                "UPCAST": INTERPRETER and src.dtype == torch.bfloat16,
+                "BR": _TILE, "BC": _TILE, "num_warps": 4})
 
 
 def padded_copy(src: torch.Tensor, shape: tuple) -> torch.Tensor:
@@ -89,3 +122,19 @@ def split_copy(src: torch.Tensor, shape: tuple) -> tuple[torch.Tensor, torch.Ten
     lo = workspace(shape, torch.float32, src.device)
     copy_into(src, hi, lo)
     return hi, lo
+
+
+def padded_copy_with_strip(src: torch.Tensor, shape: tuple, strip: torch.Tensor):
+    """(padded_copy(src, shape), partials): for the A (1, M, K) of a product whose column
+    fringe is strip (K, F), partials (column tiles, M, F) float32 scratch whose sum over the
+    first axis is A @ strip (kernels/splitk.reduce sums it)."""
+    batch, rows, cols = src.shape
+    if batch != 1 or strip.shape[0] != cols or shape[0] != 1:
+        raise ValueError(f"a copy with a strip takes one (1, M, K) A and a (K, F) strip, "
+                         f"got {tuple(src.shape)} and {tuple(strip.shape)}")
+    dst = workspace(shape, src.dtype, src.device)
+    partials = workspace((triton.cdiv(shape[2], _TILE), rows, strip.shape[1]), torch.float32,
+                         src.device)
+    if dst.numel():
+        _launch(src, dst, strip=strip, partials=partials)
+    return dst, partials

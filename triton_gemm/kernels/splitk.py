@@ -150,7 +150,16 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     key = (*tuning, dot_prec, has_d, a.dtype, b.dtype)
     ran = launch(_splitk_partial_kernel, _TUNED[family], grid, args, meta, config, family,
                  key)
-    split = ran.kwargs["SPLIT"]
+    return reduce(work, ran.kwargs["SPLIT"], out, d if has_d else None, alpha=alpha,
+                  beta=beta, activation=activation)
+
+
+def reduce(work, split: int, out, d=None, *, alpha=1.0, beta=0.0, activation=0):
+    """out = act(alpha * sum(work[:split]) + beta * d) for contiguous fp32 partials work
+    (split or more, M, N), out (M, N) and d None or broadcastable to it, any strides; the
+    sum in one fixed order (bitwise reproducible). Returns out."""
+    m, n = out.shape
+    has_d, d = epilogue_input(d, beta, out)
     split_p2 = triton.next_power_of_2(split)
     block = max(_REDUCE_TILE // split_p2, 32)
     run_kernel(_splitk_reduce_kernel, (triton.cdiv(m * n, block),),
