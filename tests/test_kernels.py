@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from conftest import DEVICE, gpu_only, randn, requires_kernels
-from triton_gemm.tolerances import assert_close
+from triton_gemm.tolerances import assert_close, rel_error
 from triton_gemm import configs
 from triton_gemm.kernels import common
 from triton_gemm.kernels import matmul as kernel
@@ -287,6 +287,28 @@ def test_copy_kernel_zero_fills_and_transposes(dtype):
     back = torch.full((2, 70, 33), float("nan"), dtype=dtype, device=src.device).transpose(1, 2)
     copy_into(staged[:, :33, :70], back)
     assert torch.equal(back, src)
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_copy_with_strip_stages_a_and_its_partial_products(dtype):
+    """copy.padded_copy_with_strip (dispatch's thin column fringe): the padded copy is exact,
+    and the partial products, one per 64-column tile of the copy, sum to A @ strip in fp32
+    (16-bit inputs: exact products, fp32 sums)."""
+    from triton_gemm.kernels.copy import padded_copy_with_strip
+    a = randn(1, 70, 150, dtype=dtype)
+    strip = randn(40, 150, dtype=dtype).T                  # (150, 3) slice of a K-major B
+    strip = strip[:, :3]
+    staged, partials = padded_copy_with_strip(a, (1, 70, 192), strip)
+    expected = torch.zeros(1, 70, 192, dtype=dtype, device=a.device)
+    expected[:, :, :150] = a
+    assert torch.equal(staged, expected)
+    assert partials.shape == (3, 70, 3) and partials.dtype == torch.float32
+    ref = a[0].double() @ strip.double()
+    err = rel_error(partials.double().sum(0), ref)
+    assert err <= 1e-6, f"strip partial products: relative error {err:.2e}"
+    with pytest.raises(ValueError, match="strip"):
+        padded_copy_with_strip(a.expand(2, -1, -1), (2, 70, 192), strip)
 
 
 def _tf32_nearest(x: torch.Tensor) -> torch.Tensor:
