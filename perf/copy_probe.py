@@ -1,5 +1,5 @@
 """Tiles of the padded-copy kernel (triton_gemm/kernels/copy.py) timed on the staged copies of
-an unaligned product: the measurement behind copy._TILE.
+an unaligned product: the measurement behind copy.TILE.
 
     python perf/copy_probe.py --size 4097
 
@@ -28,18 +28,6 @@ TILES = ((64, 64, 4), (32, 128, 4), (64, 128, 4), (64, 128, 8), (32, 256, 4), (1
          (128, 128, 8), (16, 256, 4))
 
 
-def _copy(src, dst, br: int, bc: int, warps: int) -> None:
-    """copy._copy_kernel on a (BR x BC) tile with `warps` warps: src into dst's corner."""
-    import triton
-    rows, cols = src.shape[1:]
-    dst_rows, dst_cols = dst.shape[1:]
-    grid = (triton.cdiv(dst_rows, br) * triton.cdiv(dst_cols, bc),)
-    copy_kernels._copy_kernel[grid](src, dst, dst, dst, dst, rows, cols, dst_rows, dst_cols, 0,
-                                    *src.stride(), *dst.stride(), 0, 0, SPLIT_TF32=False,
-                                    STRIP=False, STRIP_NP=16, UPCAST=False, BR=br, BC=bc,
-                                    num_warps=warps)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=4097)
@@ -60,7 +48,7 @@ def main(argv=None) -> int:
         dst = torch.empty(1, s, pitch, dtype=dtype, device="cuda")
         moved = 2 * src.numel() * src.element_size() + (pitch - s) * s * src.element_size()
         for br, bc, warps in TILES:
-            run = partial(_copy, view, dst, br, bc, warps)
+            run = partial(copy_kernels.launch, view, dst, tile=(br, bc, warps))
             dst.fill_(float("nan"))
             run()
             good = torch.equal(dst[:, :, :s], view) and not dst[:, :, s:].any()

@@ -311,10 +311,13 @@ def test_thin_fringes_run_on_split_k_where_they_save_a_wave():
     assert dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "half", sms).core is None
 
 
+# Column strips of 4 (inside A's copy where the plan copies A) and 12 (wider than
+# STRIP_IN_COPY_MAX_COLS: split-K), row strips of 8 (split-K).
 FRINGE_PLANS = [dispatch.Plan(False, False, False, core=(128, 128)),
-                dispatch.Plan(True, True, True, core=(136, 128)),
+                dispatch.Plan(True, True, True, core=(136, 136)),
                 dispatch.Plan(True, True, False, True, core=(128, 140)),
-                dispatch.Plan(False, True, True, True, core=(128, 128))]
+                dispatch.Plan(False, True, True, True, core=(128, 128)),
+                dispatch.Plan(True, False, False, True, core=(128, 136))]
 
 
 @requires_kernels
@@ -322,8 +325,9 @@ FRINGE_PLANS = [dispatch.Plan(False, False, False, core=(128, 128)),
 @pytest.mark.parametrize("plan", FRINGE_PLANS, ids=lambda p: "-".join(
     f for f, v in zip(p._fields, p) if v is True) + f"-core{p.core[0]}x{p.core[1]}")
 def test_fringe_plans_compute_every_region(dtype, precision, plan):
-    """The core on the tiled kernel, the row and column strips on the split-K kernel: each
-    region of the poisoned output matches float64, epilogue included."""
+    """The core on the tiled kernel, the column strip inside A's copy or on the split-K
+    kernel, the row strip on the split-K kernel: each region of the poisoned output matches
+    float64, epilogue included."""
     precision = precision or "half"
     a = randn(1, 136, 72, dtype=dtype)
     b = randn(1, 140, 72, dtype=dtype).transpose(1, 2)  # K-major B, as linear gives
@@ -339,6 +343,31 @@ def test_fringe_plans_compute_every_region(dtype, precision, plan):
         if out[region].numel():
             assert_close(out[region], ref[region], dtype,
                          None if precision == "half" else precision, f"{plan} {region}")
+
+
+@requires_kernels
+@pytest.mark.parametrize("plan,in_copy", [
+    (dispatch.Plan(True, False, False, core=(136, 136)), True),    # 4 columns
+    (dispatch.Plan(True, False, False, core=(136, 128)), False),   # 12: wider than the cap
+    (dispatch.Plan(False, False, False, core=(136, 136)), False)])  # A not copied
+def test_thin_column_strips_ride_on_the_copy_of_a(monkeypatch, plan, in_copy):
+    """Which kernel computes the column strip: A's copy when the plan copies A and the strip
+    is at most STRIP_IN_COPY_MAX_COLS wide, else the split-K kernel."""
+    calls = {"copy": 0, "split_k": 0}
+    copy_with_strip, split_k = dispatch.padded_copy_with_strip, dispatch._splitk.matmul_2d
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+    monkeypatch.setattr(dispatch, "padded_copy_with_strip", counted("copy", copy_with_strip))
+    monkeypatch.setattr(dispatch._splitk, "matmul_2d", counted("split_k", split_k))
+    a, b = randn(1, 136, 72, dtype=torch.float16), randn(1, 72, 140, dtype=torch.float16)
+    out = torch.full((1, 136, 140), float("nan"), dtype=torch.float16, device=a.device)
+    dispatch.run(a, b, out, precision="half", force=plan)
+    assert calls == {"copy": int(in_copy), "split_k": int(not in_copy)}
+    assert_close(out, a.double() @ b.double(), torch.float16, what=str(plan))
 
 
 def test_fringe_plans_are_for_single_products_on_the_tiled_kernels():

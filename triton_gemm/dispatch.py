@@ -53,6 +53,7 @@ from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
 from .kernels.common import INTERPRETER
+from .kernels.copy import TILE as COPY_TILE
 from .kernels.copy import padded_copy, padded_copy_with_strip, split_copy
 
 # Elements a leading stride and a masked extent must be multiples of for 16-byte vector
@@ -187,9 +188,10 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # 0.387; tf32 0.573, 0.534, 0.584, 0.534. Cutting rows saves no wave of 128x256 tiles there
 # (32 x 17 = 544), and with row-major B the row strip streamed B at 0.5 TB/s (70 us for 34
 # MB; its rows of N = 4097 elements, no multiple of 16, are the likely cause: unverified), so
-# rows are cut only when B is K-major. (Masking the split-K kernel's edges instead of wrapping them, offs % N, measured
-# no different on aligned N: perf/timeline.py, fp16 nn, partial kernel 16x8192x8192 55.9 us
-# against 56.2, 64x8192x8192 60.1 vs 60.4, 256x256x32768 19.9 vs 19.9.)
+# rows are cut only when B is K-major. (Masking the split-K kernel's edges instead of
+# wrapping them, offs % N, measured no different on aligned N: perf/timeline.py, fp16 nn,
+# partial kernel 16x8192x8192 55.9 us against 56.2, 64x8192x8192 60.1 vs 60.4,
+# 256x256x32768 19.9 vs 19.9.)
 # Where the plan copies A anyway, the copy computes the column strip's partial products as
 # it reads A (copy.padded_copy_with_strip) instead of a second read on the split-K kernel.
 # perf/timeline.py, 4097^3, us: fp16 split-K strip 18.3 + reduce 1.8, copy of A 27.8 alone;
@@ -197,6 +199,13 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # 48.1 alone, fused 70.2 (fp32 FMA dot) + 2.4. 8193^3 (65 x 33 tiles, 17 waves; 16 cut),
 # perf/plans.py, ms: fp16 1.846 uncut, 1.780 cut; tf32 3.583, 3.499 (cuBLAS 7.127, 8.168).
 FRINGE_TILE = 128
+# The copy of A writes one fp32 partial per strip column and 64-column tile of A: F / 16 bytes
+# per element of A, so up to 8 columns keep that below half the copy's own fp16 write (the
+# 4097 products measured have one). Its reduction sums one partial per tile in a single
+# register tile (splitk.reduce), 256 x 32 values at most, so K up to 256 tiles (16384).
+# Wider strips and longer K run on the split-K kernel. Reasoned, not measured.
+STRIP_IN_COPY_MAX_COLS = 8
+STRIP_IN_COPY_MAX_TILES = 256
 
 
 def _waves(m: int, n: int, sms: int) -> int:
@@ -329,7 +338,8 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     rows, cols = (out.shape[1], n) if p.core is None else p.core
     # A copy of A, if the plan makes one, computes a thin column fringe as it goes.
     copies_a = (p.pad or p.a_k_major) and not p.split_tf32
-    strip_from = cols if copies_a and 0 < n - cols <= SKINNY_M else None
+    strip_from = (cols if copies_a and 0 < n - cols <= STRIP_IN_COPY_MAX_COLS
+                  and -(-a.shape[2] // COPY_TILE) <= STRIP_IN_COPY_MAX_TILES else None)
     partials = None
     if p.split_tf32:
         a, b, lo = stage(a, b, p)

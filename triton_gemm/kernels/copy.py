@@ -21,7 +21,7 @@ from .common import INTERPRETER, run_kernel, workspace
 # to 128x128 with 4 or 8 warps: fp16 30.2-31.7 us (64x64: 31.7), fp32 51.5-52.5 (52.3), fp32
 # transposed 53.7-55.6 (54.5). The tile hardly matters; 2.2 TB/s for fp16 against 2.6 for
 # fp32 points at the unaligned source rows' narrow loads instead.
-_TILE = 64
+TILE = 64
 
 
 @triton.jit
@@ -88,15 +88,18 @@ def copy_into(src: torch.Tensor, dst: torch.Tensor, lo: torch.Tensor | None = No
                          "like dst")
     if dst.numel() == 0:
         return dst
-    _launch(src, dst, lo)
+    launch(src, dst, lo)
     return dst
 
 
-def _launch(src, dst, lo=None, strip=None, partials=None) -> None:
+def launch(src, dst, lo=None, strip=None, partials=None, tile=(TILE, TILE, 4)) -> None:
+    """_copy_kernel over dst in (rows, columns, warps) = tile programs (perf/copy_probe.py
+    times others); lo, strip, partials as the kernel takes them, None for none."""
     batch, rows, cols = src.shape
     dst_rows, dst_cols = dst.shape[1], dst.shape[2]
     strip_n = 0 if strip is None else strip.shape[1]
-    grid = (batch * triton.cdiv(dst_rows, _TILE) * triton.cdiv(dst_cols, _TILE),)
+    br, bc, warps = tile
+    grid = (batch * triton.cdiv(dst_rows, br) * triton.cdiv(dst_cols, bc),)
     run_kernel(_copy_kernel, grid,
                (src, dst, dst if lo is None else lo, dst if strip is None else strip,
                 dst if partials is None else partials, rows, cols, dst_rows, dst_cols, strip_n,
@@ -105,7 +108,7 @@ def _launch(src, dst, lo=None, strip=None, partials=None) -> None:
                 "STRIP_NP": max(16, triton.next_power_of_2(strip_n)),
                 # The interpreter's dot takes no bf16.
                 "UPCAST": INTERPRETER and src.dtype == torch.bfloat16,
-                "BR": _TILE, "BC": _TILE, "num_warps": 4})
+                "BR": br, "BC": bc, "num_warps": warps})
 
 
 def padded_copy(src: torch.Tensor, shape: tuple) -> torch.Tensor:
@@ -133,8 +136,8 @@ def padded_copy_with_strip(src: torch.Tensor, shape: tuple, strip: torch.Tensor)
         raise ValueError(f"a copy with a strip takes one (1, M, K) A and a (K, F) strip, "
                          f"got {tuple(src.shape)} and {tuple(strip.shape)}")
     dst = workspace(shape, src.dtype, src.device)
-    partials = workspace((triton.cdiv(shape[2], _TILE), rows, strip.shape[1]), torch.float32,
+    partials = workspace((triton.cdiv(shape[2], TILE), rows, strip.shape[1]), torch.float32,
                          src.device)
     if dst.numel():
-        _launch(src, dst, strip=strip, partials=partials)
+        launch(src, dst, strip=strip, partials=partials)
     return dst, partials
