@@ -102,6 +102,22 @@ def time_ms(fn: Callable, operand_sets, on_gpu: bool) -> float:
     return statistics.median(samples)
 
 
+def min_bytes(case: Case, elem_bytes: int) -> int:
+    """Bytes a product must move at least: each operand read once, the output written once."""
+    return (case.m * case.k + case.k * case.n + case.m * case.n) * elem_bytes
+
+
+def copy_bandwidth(nbytes: int = 1 << 30) -> float:
+    """Bytes per second (read plus written) of a device-to-device copy of nbytes, far past
+    L2: the denominator of a product's memory floor, min_bytes / copy_bandwidth."""
+    import triton.testing
+    src = torch.ones(nbytes // 4, dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=25, rep=100,
+                                 return_mode="median")
+    return 2 * nbytes / (ms * 1e-3)
+
+
 # Implementations whose launches can be captured in a CUDA graph (the CUDA ladder's
 # binding launches outside torch's stream machinery and is timed eagerly only).
 GRAPH_IMPLS = ("triton", "cublas")

@@ -7,7 +7,8 @@
 On a CUDA GPU: every cuda_ref ladder step, triton_gemm at each precision (ieee, tf32,
 tf32x3, fp16, bf16) and cuBLAS (torch.matmul with TF32 on only for tf32) in the same run;
 median time (triton.testing.do_bench), TFLOPS = 2MNK/t, ratio to cuBLAS, % of the device's
-peak, relative error against float64. Written to perf/results/<gpu>/ as report.csv,
+peak, % of the memory floor (operands read and output written once at the copy bandwidth
+measured in the run), relative error against float64. Written to perf/results/<gpu>/ as report.csv,
 report.md, ladder.png and sizes.png.
 
 Without a GPU: the Triton kernels run in Triton's CPU interpreter on a few tiny shapes and
@@ -127,6 +128,8 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
     cost included where it exceeds the GPU time); graph_ms: the same calls replayed from a
     CUDA graph (GPU time only), for the implementations in bench.GRAPH_IMPLS."""
     meta = _meta()
+    # The memory floor's bandwidth, measured once per run (so floors and times share a run).
+    copy_bps = bench.copy_bandwidth() if on_gpu else float("nan")
     l2 = torch.cuda.get_device_properties(0).L2_cache_size if on_gpu else 0
     device = "cuda" if on_gpu else "cpu"
     pairs = [(c, i) for c in cases for i in impls if c.layout in i.layouts]
@@ -153,10 +156,13 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
                 graph = (graph_fn(impl.fn, sets) if on_gpu and impl.name in bench.GRAPH_IMPLS
                          else float("nan"))
             dtype = bench.DTYPES[impl.precision]
+            elem_bytes = torch.finfo(bench.DTYPES[impl.operands]).bits // 8
             rows.append({
                 "shape": case.label, "M": case.m, "N": case.n, "K": case.k,
                 "layout": case.layout, "impl": impl.name, "precision": impl.precision,
                 "time_ms": ms, "graph_ms": graph,
+                "floor_ms": bench.min_bytes(case, elem_bytes) / copy_bps * 1e3,
+                "copy_tbps": copy_bps / 1e12,
                 "tflops": bench.tflops(case.m, case.n, case.k, ms) if on_gpu else float("nan"),
                 "rel_error": err,
                 "config": triton_gemm.last_config() if impl.name == "triton" else "",

@@ -25,7 +25,14 @@ def add_derived(df: pd.DataFrame) -> pd.DataFrame:
         df["graph_vs_cublas"] = [graph_base.get(k, float("nan")) for k in keys] / df.graph_ms
     df["pct_peak"] = [100.0 * t / peak_tflops(g, p)
                       for t, g, p in zip(df.tflops, df.gpu, df.precision)]
+    if "floor_ms" in df:  # results from before the memory floor have none
+        df["pct_floor"] = 100.0 * df.floor_ms / df.time_ms
     return df
+
+
+# Suites whose products are bound by memory, not arithmetic: the report gives their time as
+# a share of the memory floor.
+MEMORY_BOUND_SUITES = ("skinny", "splitk")
 
 
 def pivot(df: pd.DataFrame, value: str) -> pd.DataFrame:
@@ -43,11 +50,14 @@ def _suite_of(row) -> str:
     return "other"
 
 
-def by_suite(df: pd.DataFrame, value: str, floatfmt: str) -> list[str]:
-    """One markdown table of a column per shape suite (narrow enough to read)."""
+def by_suite(df: pd.DataFrame, value: str, floatfmt: str, only=None) -> list[str]:
+    """One markdown table of a column per shape suite (narrow enough to read); only: the
+    suites to show (default all)."""
     suites = df.apply(_suite_of, axis=1)
     lines = []
     for name in dict.fromkeys(suites):
+        if only is not None and name not in only:
+            continue
         lines += [f"### {name}", "", pivot(df[suites == name], value).to_markdown(
             floatfmt=floatfmt), ""]
     return lines
@@ -74,6 +84,14 @@ def markdown(df: pd.DataFrame, title: str) -> str:
                                 ("Relative error against float64", "rel_error", ".1e")):
         if value in df:  # results from before graph timing have no graph column
             lines += [f"## {heading}", ""] + by_suite(df, value, fmt)
+    if "pct_floor" in df and df.pct_floor.notna().any():
+        bandwidth = ", ".join(f"{v:.2f}" for v in sorted(df.copy_tbps.dropna().unique()))
+        floors = by_suite(df[df.pct_floor.notna()], "pct_floor", ".1f", MEMORY_BOUND_SUITES)
+        if floors:
+            lines += ["## % of the memory floor (memory-bound suites)", "",
+                      "Operands read once and the output written once, at the device-to-device "
+                      f"copy bandwidth measured in the run ({bandwidth} TB/s, read plus "
+                      "written); 100 would be the floor itself.", ""] + floors
     return "\n".join(lines)
 
 

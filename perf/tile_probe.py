@@ -70,10 +70,11 @@ SIMT_PLAIN = [(128, 128, 32, 8, 3), (128, 128, 32, 8, 3, 128), (128, 128, 16, 8,
               (128, 128, 16, 8, 4), (128, 256, 16, 8, 3), (64, 128, 16, 4, 4, 128)]
 
 
-def candidates(precision: str, persistent=None, halves=None) -> list[tuple[str, str, callable]]:
-    """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent: tiles
-    replacing PERSISTENT). tf32x3: persistent split configs only, on halves ((A hi, A lo),
-    (B hi, B lo)) staged by dispatch.stage."""
+def candidates(precision: str, persistent=None, halves=None,
+               splitk=None) -> list[tuple[str, str, callable]]:
+    """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent, splitk:
+    tiles replacing PERSISTENT, SPLITK). tf32x3: persistent split configs only, on halves
+    ((A hi, A lo), (B hi, B lo)) staged by dispatch.stage."""
     word = BK_DIVISOR[precision]
     prec = LIBRARY_PRECISION[precision]
     out = []
@@ -101,7 +102,7 @@ def candidates(precision: str, persistent=None, halves=None) -> list[tuple[str, 
                                    f"{' sub' if sub else ''}{' ws' if ws else ''}"), fn))
     if halves:
         return out
-    for bm, bn, bk, split, w, st in SPLITK:
+    for bm, bn, bk, split, w, st in splitk or SPLITK:
         cfg = configs._splitk_config(bm, bn, bk // word, split, w, st)
         out.append(("splitk", f"{bm}x{bn}x{bk // word} split{split} w{w} s{st}",
                     lambda a, b, c, cfg=cfg: splitk_kernel.matmul_2d(
@@ -114,7 +115,7 @@ def candidates(precision: str, persistent=None, halves=None) -> list[tuple[str, 
     return out
 
 
-def probe(case: Case, precision: str, kinds: set, persistent=None) -> None:
+def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None) -> None:
     import triton.testing
     dtype = bench.DTYPES[precision]
     a, b = bench.make_operands(case, dtype, "cuda")[0]
@@ -123,6 +124,13 @@ def probe(case: Case, precision: str, kinds: set, persistent=None) -> None:
     tol = tolerance(dtype, LIBRARY_PRECISION[precision])
     ref = a.double() @ b.double()
     print(f"{case.label} {precision}: {nbytes / 1e6:.0f} MB of operands")
+    # The floor under this timing: reading as many bytes as the operands hold after the
+    # same L2 flush, by torch's sum (one pass, no writes).
+    flat = torch.empty(nbytes // 4, device="cuda", dtype=torch.float32).normal_()
+    us = triton.testing.do_bench(flat.sum, warmup=25, rep=100, return_mode="median") * 1e3
+    print(f"  {'reading the operand bytes (torch.sum)':40s} {us:8.1f} us        "
+          f"{nbytes / us / 1e6:5.2f} TB/s")
+    del flat
 
     def show(label, fn):
         c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
@@ -153,11 +161,13 @@ def probe(case: Case, precision: str, kinds: set, persistent=None) -> None:
         halves = stage()
         us = triton.testing.do_bench(stage, return_mode="median") * 1e3
         print(f"  {'staging the halves':40s} {us:8.1f} us")
-    runs += [r for r in candidates(precision, persistent, halves) if r[0] in kinds]
+    runs += [r for r in candidates(precision, persistent, halves, splitk) if r[0] in kinds]
     for kind, label, fn in runs:
         timed = show(f"{kind} {label}", fn)
         if timed is not None:
             us, err = timed
+            if kind == "auto":
+                label = f"library ({triton_gemm.last_config()})"
             print(f"  {kind + ' ' + label:40s} {us:8.1f} us  {base / us:4.2f}x  "
                   f"{nbytes / us / 1e6:5.2f} TB/s  error {err:.1e}")
 
@@ -172,8 +182,13 @@ def main(argv=None) -> int:
                         metavar="BM,BN,BK,WARPS,STAGES,SUBTILE[,WS]",
                         help="persistent tiles to try instead of the built-in list "
                              "(SUBTILE, WS: 0 or 1; BK for 16-bit operands)")
+    parser.add_argument("--splitk", action="append", default=None,
+                        metavar="BM,BN,BK,SPLIT,WARPS,STAGES",
+                        help="split-K tiles to try instead of the built-in list (BK for "
+                             "16-bit operands)")
     args = parser.parse_args(argv)
     tiles = None
+    split_tiles = [tuple(int(v) for v in spec.split(",")) for spec in args.splitk or ()]
     if args.persistent:
         tiles = [tuple(int(v) for v in spec.split(",")) for spec in args.persistent]
         tiles = [(*t[:5], bool(t[5]), *(bool(v) for v in t[6:])) for t in tiles]
@@ -183,7 +198,7 @@ def main(argv=None) -> int:
     for spec in args.case:
         m, n, k, *layout = spec.split(",")
         probe(Case(int(m), int(n), int(k), layout[0] if layout else "nn"), args.precision,
-              set(args.only.split(",")), tiles)
+              set(args.only.split(",")), tiles, split_tiles or None)
     return 0
 
 

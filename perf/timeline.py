@@ -6,7 +6,9 @@ flush), listed with their durations and the idle gaps between them. GPU only.
 
 A gap between the kernels of one call is host launch cost the GPU waited for; kernels
 slower here than in CUDA-graph replay (perf/report.py's GPU-time column) are paying for a
-cold L2, and for the dirty lines the flush leaves there.
+cold L2, and for the dirty lines the flush leaves there. A third row reads as many bytes as
+the operands hold (torch.sum, one pass): the floor under this timing. `--flush read` empties
+L2 by reading the buffer instead, which leaves no dirty lines to write back.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from perf.suites import Case  # noqa: E402
 
 FLUSH_BYTES = 256 * 1024 * 1024  # triton.testing.do_bench's L2 flush buffer
 FLUSH_KERNEL = "bitwise_not"  # the flush here writes the buffer as do_bench's zero_() does,
-# through a kernel no GEMM launches, so it marks where each call starts
+# through a kernel no GEMM launches, so it marks where each call starts (a read flush is
+# followed by a bitwise_not of a few bytes for the mark)
 
 
 def kernels_per_call(fn, flush, calls: int) -> list[list[tuple[str, float, float]]]:
@@ -73,20 +76,33 @@ def main(argv=None) -> int:
     parser.add_argument("--precision", default="fp16", choices=bench.PRECISIONS,
                         help="operand dtype and precision, as perf/report.py names them")
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--flush", default="write", choices=("write", "read"),
+                        help="empty L2 by writing a 256 MiB buffer (as do_bench) or reading it")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         sys.exit("perf/timeline.py profiles GPU kernels; no CUDA GPU found")
     case = Case(*(int(x) for x in args.shape.split(",")))
     a, b = bench.make_operands(case, bench.DTYPES[args.precision], "cuda")[0]
     lib = args.precision if args.precision in triton_gemm.PRECISIONS else None
-    cache = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    print(f"{torch.cuda.get_device_name()}  {case.label} {args.precision}")
+    cache = torch.zeros(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    mark = torch.zeros(8, dtype=torch.int32, device="cuda")
+    if args.flush == "write":
+        def flush():
+            torch.bitwise_not(cache, out=cache)
+    else:
+        def flush():
+            cache.sum()
+            torch.bitwise_not(mark, out=mark)
+    nbytes = (a.numel() + b.numel() + case.m * case.n) * a.element_size()
+    flat = torch.ones(nbytes // 4, dtype=torch.float32, device="cuda")
+    print(f"{torch.cuda.get_device_name()}  {case.label} {args.precision}, {args.flush} flush, "
+          f"{nbytes / 1e6:.1f} MB of operands and output")
     with bench.cublas_precision(args.precision):
         for label, fn in (("torch.matmul (cuBLAS)", lambda: torch.matmul(a, b)),
                           ("triton_gemm.matmul",
-                           lambda: triton_gemm.matmul(a, b, precision=lib))):
-            report(label, kernels_per_call(
-                fn, lambda: torch.bitwise_not(cache, out=cache), args.calls))
+                           lambda: triton_gemm.matmul(a, b, precision=lib)),
+                          ("reading as many bytes (torch.sum)", flat.sum)):
+            report(label, kernels_per_call(fn, flush, args.calls))
     return 0
 
 

@@ -91,6 +91,29 @@ def test_report_writer_with_fake_timing(tmp_path, monkeypatch):
     assert "GPU time only (CUDA graph replay" in md
 
 
+def test_memory_floor_bytes_and_table():
+    """The floor counts operands read once and the output written once; the report shows it
+    as a share of the time for the memory-bound suites only."""
+    skinny = suites.Case(16, 8192, 8192, "nt")
+    assert bench.min_bytes(skinny, 2) == (16 * 8192 * 2 + 8192 * 8192) * 2
+    # The issue's example: about 45 us at the H100's ~3.0 TB/s copy bandwidth.
+    assert bench.min_bytes(skinny, 2) / 3.0e12 * 1e6 == pytest.approx(44.9, abs=0.1)
+    meta = dict(gpu="NVIDIA H100 80GB HBM3", torch="t", triton="tr", date="d", mode="gpu",
+                tflops=1.0, rel_error=0.0, copy_tbps=3.0)
+    rows = [dict(shape=c.label, M=c.m, N=c.n, K=c.k, layout=c.layout, impl=impl,
+                 precision="fp16", time_ms=t, floor_ms=0.045, **meta)
+            for c in (skinny, suites.Case(4096, 4096, 4096))
+            for impl, t in (("cublas", 0.06), ("triton", 0.05))]
+    df = tables.add_derived(pd.DataFrame(rows))
+    assert list(df.pct_floor.round(1)) == [75.0, 90.0, 75.0, 90.0]
+    md = tables.markdown(df, "t")
+    section = md.split("## % of the memory floor (memory-bound suites)")[1]
+    assert "3.00 TB/s" in section and "### skinny" in section and "### square" not in section
+    assert "90.0" in section
+    old = tables.add_derived(pd.DataFrame(rows).drop(columns=["floor_ms", "copy_tbps"]))
+    assert "memory floor" not in tables.markdown(old, "t")  # reports from before the floor
+
+
 @pytest.mark.parametrize("args,words", [
     (["--suite", "huge"], "unknown suite 'huge'"),
     (["--impl", "cutlass"], "unknown implementation 'cutlass'"),

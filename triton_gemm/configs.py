@@ -157,8 +157,11 @@ def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int)
 
 # The split-K kernel (kernels/splitk.py): (name, BM, BN, BK, SPLIT, num_warps, num_stages).
 # Skinny products (M <= 64) stream B once, so BM 16..32 wastes least of the tensor core on
-# padding rows; huge-K products (small M and N) take 64x64 and 128x128 tiles with 8..32
-# slices so that slices x tiles fill the 132 SMs. 4-byte operands halve BK.
+# padding rows; huge-K products (small M and N) take 64x64, 128x64 and 128x128 tiles with
+# 8..64 slices so that slices x tiles fill the 132 SMs. 4-byte operands halve BK.
+# perf/tile_probe.py, H100, L2 flushed, us (cuBLAS): 64x64x65536 fp16 s32 19.0, s64 17.0
+# (17.2); 128x128x65536 tf32 64x64 s32 58.6, 128x64 s64 45.4 (43.0); 128x128x16384 fp16
+# 64x64 s32 16.5, 128x64 s32 14.0 (12.5).
 _SPLITK_HALF_TILES = (
     ("k_16x128x128_s4", 16, 128, 128, 4, 4, 4),
     ("k_16x128x128_s8", 16, 128, 128, 8, 4, 4),
@@ -167,6 +170,9 @@ _SPLITK_HALF_TILES = (
     ("k_64x64x128_s8", 64, 64, 128, 8, 4, 4),
     ("k_64x64x128_s16", 64, 64, 128, 16, 4, 4),
     ("k_64x64x128_s32", 64, 64, 128, 32, 4, 4),
+    ("k_64x64x128_s64", 64, 64, 128, 64, 4, 4),
+    ("k_128x64x128_s32", 128, 64, 128, 32, 4, 4),
+    ("k_128x64x128_s64", 128, 64, 128, 64, 4, 4),
     ("k_64x128x64_s8", 64, 128, 64, 8, 4, 4),
     ("k_128x128x64_s16", 128, 128, 64, 16, 8, 4),
     ("k_128x128x64_s32", 128, 128, 64, 32, 8, 4),
@@ -295,13 +301,36 @@ def splitk_default_config(family: str, m: int, n: int, k: int) -> triton.Config:
     return _splitk_config(bm, bn, bk, split, 4, 3)
 
 
+# The split-K partials (SPLIT x M x N fp32, written once and read once) may hold at most a
+# 1/SPLITK_WORK_SHARE of the operands' bytes, or SPLITK_WORK_FREE bytes (a sixth of the
+# H100's L2, where small products' partials stay): their traffic competes with the
+# operands'. perf/tile_probe.py, H100, fp16, us: 256x256x32768 128x128 tiles s32 34.9
+# (partials a quarter of the operands), s64 37.8 (a half).
+SPLITK_WORK_SHARE = 4
+SPLITK_WORK_FREE = 8 << 20
+
+
+def splitk_affordable(configs_in, m: int, n: int, k: int, elem_bytes: int) -> list:
+    """The split-K configs whose partials fit the SPLITK_WORK_SHARE budget, judged on the
+    tuning key's buckets so every shape of a key gets the same answer (the workspace is sized
+    by it before the tuned config is known); the smallest SPLIT when none fits."""
+    bm, bn, bk = bucket(m), bucket(n), bucket(k)
+    budget = max((bm * bk + bk * bn) * elem_bytes // SPLITK_WORK_SHARE, SPLITK_WORK_FREE)
+    fits = [c for c in configs_in if c.kwargs["SPLIT"] * bm * bn * 4 <= budget]
+    if fits:
+        return fits
+    least = min(c.kwargs["SPLIT"] for c in configs_in)
+    return [c for c in configs_in if c.kwargs["SPLIT"] == least]
+
+
 def splitk_prune(configs_in, named_args, **kwargs):
-    """early_config_prune of the split-K kernel: select(), and slices of at least two K
-    steps each."""
-    k = named_args["K"]
-    deep = [c for c in configs_in if c.kwargs["SPLIT"] * 2 * c.kwargs["BK"] <= k]
+    """early_config_prune of the split-K kernel: select(), affordable partials, and slices
+    of at least two K steps each."""
+    m, n, k = named_args["M"], named_args["N"], named_args["K"]
+    pool = splitk_affordable(configs_in, m, n, k, named_args["a_ptr"].element_size())
+    deep = [c for c in pool if c.kwargs["SPLIT"] * 2 * c.kwargs["BK"] <= k]
     if not deep:
-        deep = [min(configs_in, key=lambda c: c.kwargs["SPLIT"] * c.kwargs["BK"])]
+        deep = [min(pool, key=lambda c: c.kwargs["SPLIT"] * c.kwargs["BK"])]
     return prune(deep, named_args, **kwargs)
 
 
