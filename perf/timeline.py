@@ -29,9 +29,10 @@ from perf import bench  # noqa: E402
 from perf.suites import Case  # noqa: E402
 
 FLUSH_BYTES = 256 * 1024 * 1024  # triton.testing.do_bench's L2 flush buffer
-FLUSH_KERNEL = "bitwise_not"  # the flush here writes the buffer as do_bench's zero_() does,
-# through a kernel no GEMM launches, so it marks where each call starts (a read flush is
-# followed by a bitwise_not of a few bytes for the mark)
+# Kernels no GEMM launches mark each flush: a bitwise_not opens it (the write flush's own
+# kernel, as do_bench's zero_() writes the buffer; a few bytes before a read flush), a neg of
+# a few bytes closes it, so a call's kernels are those between a close and the next open.
+FLUSH_OPEN, FLUSH_CLOSE = "bitwise_not", "neg_kernel"
 
 
 def kernels_per_call(fn, flush, calls: int) -> list[list[tuple[str, float, float]]]:
@@ -50,11 +51,12 @@ def kernels_per_call(fn, flush, calls: int) -> list[list[tuple[str, float, float
     per_call, current = [], None
     for e in events:
         name = e.name
-        if FLUSH_KERNEL in name:
-            current = []  # the flush opens a call
+        if FLUSH_OPEN in name:
+            current = None
+        elif FLUSH_CLOSE in name:
+            current = []  # the flush is over: a call begins
             per_call.append(current)
-            continue
-        if current is not None:
+        elif current is not None:
             current.append((name, e.time_range.start, e.time_range.end - e.time_range.start))
     return [c for c in per_call if c]
 
@@ -85,14 +87,16 @@ def main(argv=None) -> int:
     a, b = bench.make_operands(case, bench.DTYPES[args.precision], "cuda")[0]
     lib = args.precision if args.precision in triton_gemm.PRECISIONS else None
     cache = torch.zeros(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    mark = torch.zeros(8, dtype=torch.int32, device="cuda")
-    if args.flush == "write":
-        def flush():
+    floats = cache.view(torch.float32)  # zeros either way; sum reads without converting
+    mark, close = torch.zeros(8, dtype=torch.int32, device="cuda"), torch.zeros(8, device="cuda")
+
+    def flush():
+        if args.flush == "write":
             torch.bitwise_not(cache, out=cache)
-    else:
-        def flush():
-            cache.sum()
+        else:
             torch.bitwise_not(mark, out=mark)
+            floats.sum()
+        torch.neg(close, out=close)
     nbytes = (a.numel() + b.numel() + case.m * case.n) * a.element_size()
     flat = torch.ones(nbytes // 4, dtype=torch.float32, device="cuda")
     print(f"{torch.cuda.get_device_name()}  {case.label} {args.precision}, {args.flush} flush, "
