@@ -50,14 +50,11 @@ def _suite_of(row) -> str:
     return "other"
 
 
-def by_suite(df: pd.DataFrame, value: str, floatfmt: str, only=None) -> list[str]:
-    """One markdown table of a column per shape suite (narrow enough to read); only: the
-    suites to show (default all)."""
+def by_suite(df: pd.DataFrame, value: str, floatfmt: str) -> list[str]:
+    """One markdown table of a column per shape suite (narrow enough to read)."""
     suites = df.apply(_suite_of, axis=1)
     lines = []
     for name in dict.fromkeys(suites):
-        if only is not None and name not in only:
-            continue
         lines += [f"### {name}", "", pivot(df[suites == name], value).to_markdown(
             floatfmt=floatfmt), ""]
     return lines
@@ -86,7 +83,14 @@ def markdown(df: pd.DataFrame, title: str) -> str:
             lines += [f"## {heading}", ""] + by_suite(df, value, fmt)
     if "pct_floor" in df and df.pct_floor.notna().any():
         bandwidth = ", ".join(f"{v:.2f}" for v in sorted(df.copy_tbps.dropna().unique()))
-        floors = by_suite(df[df.pct_floor.notna()], "pct_floor", ".1f", MEMORY_BOUND_SUITES)
+        floors = []
+        for name in MEMORY_BOUND_SUITES:  # by membership: a shape may sit in two suites
+            member = pd.Series([(m, n, k, lay) in SUITES[name] for m, n, k, lay
+                                in zip(df.M, df.N, df.K, df.layout)], index=df.index)
+            rows = df[member & df.pct_floor.notna()]
+            if len(rows):
+                floors += [f"### {name}", "",
+                           pivot(rows, "pct_floor").to_markdown(floatfmt=".1f"), ""]
         if floors:
             lines += ["## % of the memory floor (memory-bound suites)", "",
                       "Operands read once and the output written once, at the device-to-device "
