@@ -291,19 +291,22 @@ def test_copy_kernel_zero_fills_and_transposes(dtype):
 
 @requires_kernels
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-def test_copy_with_strip_stages_a_and_its_partial_products(dtype):
+@pytest.mark.parametrize("width,k_major", [(3, True), (1, False), (8, False)])
+def test_copy_with_strip_stages_a_and_its_partial_products(dtype, width, k_major):
     """copy.padded_copy_with_strip (dispatch's thin column fringe): the padded copy is exact,
     and the partial products, one per 64-column tile of the copy, sum to A @ strip in fp32
-    (16-bit inputs: exact products, fp32 sums)."""
+    (16-bit inputs: exact products, fp32 sums; fp32 inputs: FMA one column at a time)."""
     from triton_gemm.kernels.copy import padded_copy_with_strip
     a = randn(1, 70, 150, dtype=dtype)
-    strip = randn(40, 150, dtype=dtype).T                  # (150, 3) slice of a K-major B
-    strip = strip[:, :3]
+    if k_major:                                            # a slice of a K-major B
+        strip = randn(40, 150, dtype=dtype).T[:, :width]
+    else:                                                  # the last columns of a row-major B
+        strip = randn(150, 40 + width, dtype=dtype)[:, 40:]
     staged, partials = padded_copy_with_strip(a, (1, 70, 192), strip)
     expected = torch.zeros(1, 70, 192, dtype=dtype, device=a.device)
     expected[:, :, :150] = a
     assert torch.equal(staged, expected)
-    assert partials.shape == (3, 70, 3) and partials.dtype == torch.float32
+    assert partials.shape == (3, 70, width) and partials.dtype == torch.float32
     ref = a[0].double() @ strip.double()
     err = rel_error(partials.double().sum(0), ref)
     assert err <= 1e-6, f"strip partial products: relative error {err:.2e}"
