@@ -3,10 +3,12 @@ and the library's own choice: the measurement behind new tiles and dispatch thre
 
     python perf/tile_probe.py --case 128,4096,4096,nt --precision fp16
     python perf/tile_probe.py --case 128,4096,4096,nt --only persistent
+    python perf/tile_probe.py --case 128,128,65536 --only splitk --splitk 64,64,128,64,4,4
 
 Each config is first checked against float64 on a NaN-poisoned output, then timed with
 triton.testing.do_bench (median, L2 flushed: operands come from memory, as in the report's
-eager column). Prints microseconds, ratio to cuBLAS and the operand bytes per second. GPU only.
+eager column). Prints microseconds, ratio to cuBLAS and the operand bytes per second, after
+the time torch.sum takes to read as many bytes under the same flush. GPU only.
 """
 
 from __future__ import annotations
