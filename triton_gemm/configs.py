@@ -311,9 +311,10 @@ SPLITK_WORK_FREE = 8 << 20
 
 
 def splitk_affordable(configs_in, m: int, n: int, k: int, elem_bytes: int) -> list:
-    """The split-K configs whose partials fit the SPLITK_WORK_SHARE budget, judged on the
-    tuning key's buckets so every shape of a key gets the same answer (the workspace is sized
-    by it before the tuned config is known); the smallest SPLIT when none fits."""
+    """The split-K configs whose partials fit their budget (SPLITK_WORK_SHARE, at least
+    SPLITK_WORK_FREE), judged on the tuning key's buckets so every shape of a key gets the
+    same answer (the workspace is sized by it before the tuned config is known); the
+    smallest SPLIT when none fits."""
     bm, bn, bk = bucket(m), bucket(n), bucket(k)
     budget = max((bm * bk + bk * bn) * elem_bytes // SPLITK_WORK_SHARE, SPLITK_WORK_FREE)
     fits = [c for c in configs_in if c.kwargs["SPLIT"] * bm * bn * 4 <= budget]

@@ -109,13 +109,13 @@ _TUNED = make_tuners(_splitk_partial_kernel, "splitk",
                      configs.splitk_prune)
 
 
-
 @functools.lru_cache(maxsize=None)
 def _max_split(family: str, m_bucket: int, n_bucket: int, k_bucket: int, elem_bytes: int) -> int:
     """The largest SPLIT the tuner may run for a tuning key: the tuned config decides SPLIT
     after the workspace is allocated, so it is sized for this."""
     return max(c.kwargs["SPLIT"] for c in configs.splitk_affordable(
         _TUNED[family].configs, m_bucket, n_bucket, k_bucket, elem_bytes))
+
 
 # Elements the reduce kernel holds per program (SPLIT_P2 x BLOCK fp32 values: 32 per thread
 # of 4 warps), so a 128x128 output split 32 ways still spreads over 128 programs.
@@ -142,10 +142,10 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     family = configs.family_for(a.dtype, precision)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.splitk_default_config(family, m, n, k)
-    max_split = config.kwargs["SPLIT"] if config else _max_split(
-        family, configs.bucket(m), configs.bucket(n), configs.bucket(k), a.element_size())
-    work = workspace((max_split, m, n), torch.float32, a.device)
     tuning = tuning_args(m, n, k, a, b)
+    max_split = (config.kwargs["SPLIT"] if config
+                 else _max_split(family, *tuning[:3], a.element_size()))
+    work = workspace((max_split, m, n), torch.float32, a.device)
     args = (a, b, work, m, n, k, *a.stride(), *b.stride(), *tuning)
     meta = dict(PRECISION=dot_prec, HAS_D=has_d,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16)
