@@ -72,23 +72,24 @@ SIMT_PLAIN = [(128, 128, 32, 8, 3), (128, 128, 32, 8, 3, 128), (128, 128, 16, 8,
               (128, 128, 16, 8, 4), (128, 256, 16, 8, 3), (64, 128, 16, 4, 4, 128)]
 
 
-def candidates(precision: str, persistent=None, halves=None,
-               splitk=None) -> list[tuple[str, str, callable]]:
+def candidates(precision: str, persistent=None, halves=None, splitk=None,
+               plain=None) -> list[tuple[str, str, callable]]:
     """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent, splitk:
-    tiles replacing PERSISTENT, SPLITK). tf32x3: persistent split configs only, on halves
-    ((A hi, A lo), (B hi, B lo)) staged by dispatch.stage."""
+    tiles replacing PERSISTENT, SPLITK, PLAIN). tf32x3: persistent split configs only, on halves
+    ((A hi, A lo), (B hi, B lo)) staged by dispatch.stage; ieee: SIMT_PLAIN and the split-K
+    tiles given."""
     word = BK_DIVISOR[precision]
     prec = LIBRARY_PRECISION[precision]
     out = []
     if precision == "ieee":
-        for bm, bn, bk, w, st, *maxnreg in SIMT_PLAIN:
+        for bm, bn, bk, w, st, *maxnreg in plain or SIMT_PLAIN:
             cfg = configs._config(("", bm, bn, bk, w, st))
             cfg.maxnreg = maxnreg[0] if maxnreg else None
             out.append(("plain", f"{bm}x{bn}x{bk} w{w} s{st}"
                                  f"{f' r{maxnreg[0]}' if maxnreg else ''}",
                         lambda a, b, c, cfg=cfg: plain_kernel.matmul_3d(
                             a[None], b[None], c[None], precision=prec, config=cfg)[0]))
-        return out
+        return out + _splitk_candidates(splitk or (), word, prec)
     for bm, bn, bk, w, st, sub, *ws in persistent or (
             SPLIT_PERSISTENT if halves else PERSISTENT):
         ws = bool(ws and ws[0])
@@ -104,12 +105,8 @@ def candidates(precision: str, persistent=None, halves=None,
                                    f"{' sub' if sub else ''}{' ws' if ws else ''}"), fn))
     if halves:
         return out
-    for bm, bn, bk, split, w, st in splitk or SPLITK:
-        cfg = configs._splitk_config(bm, bn, bk // word, split, w, st)
-        out.append(("splitk", f"{bm}x{bn}x{bk // word} split{split} w{w} s{st}",
-                    lambda a, b, c, cfg=cfg: splitk_kernel.matmul_2d(
-                        a, b, c, precision=prec, config=cfg)))
-    for bm, bn, bk, w, st in PLAIN:
+    out += _splitk_candidates(splitk or SPLITK, word, prec)
+    for bm, bn, bk, w, st in plain or PLAIN:
         cfg = configs._config(("", bm, bn, bk // word, w, st))
         out.append(("plain", f"{bm}x{bn}x{bk // word} w{w} s{st}",
                     lambda a, b, c, cfg=cfg: plain_kernel.matmul_3d(
@@ -117,7 +114,18 @@ def candidates(precision: str, persistent=None, halves=None,
     return out
 
 
-def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None) -> None:
+def _splitk_candidates(tiles, word: int, prec: str) -> list:
+    out = []
+    for bm, bn, bk, split, w, st in tiles:
+        cfg = configs._splitk_config(bm, bn, bk // word, split, w, st)
+        out.append(("splitk", f"{bm}x{bn}x{bk // word} split{split} w{w} s{st}",
+                    lambda a, b, c, cfg=cfg: splitk_kernel.matmul_2d(
+                        a, b, c, precision=prec, config=cfg)))
+    return out
+
+
+def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
+          plain=None) -> None:
     import triton.testing
     dtype = bench.DTYPES[precision]
     a, b = bench.make_operands(case, dtype, "cuda")[0]
@@ -163,7 +171,7 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None) 
         halves = stage()
         us = triton.testing.do_bench(stage, return_mode="median") * 1e3
         print(f"  {'staging the halves':40s} {us:8.1f} us")
-    runs += [r for r in candidates(precision, persistent, halves, splitk) if r[0] in kinds]
+    runs += [r for r in candidates(precision, persistent, halves, splitk, plain) if r[0] in kinds]
     for kind, label, fn in runs:
         timed = show(f"{kind} {label}", fn)
         if timed is not None:
@@ -188,6 +196,10 @@ def main(argv=None) -> int:
                         metavar="BM,BN,BK,SPLIT,WARPS,STAGES",
                         help="split-K tiles to try instead of the built-in list (BK for "
                              "16-bit operands)")
+    parser.add_argument("--plain", action="append", default=None,
+                        metavar="BM,BN,BK,WARPS,STAGES",
+                        help="plain-kernel tiles to try instead of the built-in list (BK for "
+                             "16-bit operands)")
     args = parser.parse_args(argv)
     tiles = None
     split_tiles = [tuple(int(v) for v in spec.split(",")) for spec in args.splitk or ()]
@@ -200,7 +212,8 @@ def main(argv=None) -> int:
     for spec in args.case:
         m, n, k, *layout = spec.split(",")
         probe(Case(int(m), int(n), int(k), layout[0] if layout else "nn"), args.precision,
-              set(args.only.split(",")), tiles, split_tiles or None)
+              set(args.only.split(",")), tiles, split_tiles or None,
+              [tuple(int(v) for v in spec.split(",")) for spec in args.plain or ()] or None)
     return 0
 
 

@@ -43,6 +43,39 @@ def test_select_clamps_tiles_to_the_problem_and_keeps_one():
     assert len(kept) == 1
 
 
+def test_thin_tiles_are_tuned_only_for_thin_outputs(monkeypatch):
+    """plain_prune keeps the thin tiles for outputs of at most THIN_N columns and drops them
+    for wider ones, where only the other tiles are tuned."""
+    monkeypatch.setattr(configs, "_shared_memory_limit", lambda index: H100_SMEM)
+    operand = torch.empty(1, dtype=torch.float16)
+    cfgs = configs.configs("half")
+
+    def kept(m, n, k):
+        args = {"a_ptr": operand, "M": m, "N": n, "K": k}
+        return {configs.config_name(c, "half") for c in configs.plain_prune(cfgs, args)}
+    thin = {t[0] for t in configs._THIN_TILES["half"]}
+    assert thin <= kept(8192, configs.THIN_N, 8192)
+    assert not thin & kept(8192, configs.THIN_N + 1, 8192)
+    assert kept(8192, configs.THIN_N + 1, 8192)
+
+
+def test_untuned_thin_outputs_take_a_thin_tile():
+    for family in ("half", "tf32"):
+        wide = configs.config_name(configs.default_config(family, configs.THIN_N + 1), family)
+        thin = configs.config_name(configs.default_config(family, configs.THIN_N), family)
+        assert wide == configs.config_name(configs.default_config(family), family)
+        assert thin in {t[0] for t in configs._THIN_TILES[family]}
+    assert configs.default_config("simt", 16) is not None  # no thin tiles: the usual one
+
+
+def test_no_other_plain_tile_has_a_thin_tiles_shape():
+    """plain_prune recognises thin tiles by shape, warps and stages, in every family."""
+    thin = {t for tiles in configs._THIN_TILES.values() for t in tiles}
+    for family in configs.FAMILIES:
+        for tile in configs.tiles(family):
+            assert tile in thin or tile[1:] not in configs._THIN_SHAPES, (family, tile)
+
+
 @pytest.mark.parametrize("n,expected", [(0, 16), (1, 16), (16, 16), (17, 32), (4096, 4096),
                                         (4097, 8192)])
 def test_bucket(n, expected):

@@ -72,7 +72,7 @@ PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
          dispatch.Plan(False, True, True), dispatch.Plan(False, False, True),
          dispatch.Plan(True, True, True, True), dispatch.Plan(False, True, True, True),
          dispatch.Plan(True, True, False, True), dispatch.Plan(False, False, False, False, True),
-         dispatch.Plan(True, True, True, False, True)]
+         dispatch.Plan(True, True, True, False, True), dispatch.TRANSPOSED]
 
 
 @requires_kernels
@@ -397,7 +397,8 @@ def test_persistent_kernel_for_large_single_products_on_hopper():
 
 def test_split_k_for_few_output_tiles_and_long_k():
     sms = 132
-    for m, n, k in [(16, 8192, 8192), (1, 4096, 4096), (128, 128, 65536), (64, 64, 1024)]:
+    # (Skinny products against wider K-major weights run transposed: the next test.)
+    for m, n, k in [(16, 2048, 8192), (1, 2048, 4096), (128, 128, 65536), (64, 64, 1024)]:
         p = dispatch.plan(*_ops(m, n, k, b_layout="col", dtype=torch.float16), "half", sms)
         assert p.split_k and not p.persistent, (m, n, k)
     # Skinny at any N; past SKINNY_M rows, enough 64x64 tiles for every SM, or too short a
@@ -421,6 +422,60 @@ def test_split_k_for_few_output_tiles_and_long_k():
     assert not dispatch.plan(*big, "half", sms, tma=False).persistent
 
 
+def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
+    """M <= SKINNY_M rows against a K-major weight of at least THIN_MIN_N columns, 16-bit or
+    tf32, both operands K-contiguous and aligned: C^T = B^T A^T on the plain kernel. Every
+    other skinny product keeps split-K."""
+    sms = 132
+
+    def plan(m, n, k, precision="half", a_layout="row", b_layout="col", dtype=torch.float16,
+             batch=1):
+        a, b = _ops(m, n, k, a_layout, b_layout, dtype)
+        return dispatch.plan(a.expand(batch, -1, -1), b.expand(batch, -1, -1), precision, sms)
+
+    for m, n in [(1, 8192), (16, 8192), (dispatch.SKINNY_M, 8192), (16, dispatch.THIN_MIN_N),
+                 (16, 28672)]:
+        assert plan(m, n, 8192) == dispatch.TRANSPOSED, (m, n)
+    assert plan(16, 8192, 8192, dtype=torch.bfloat16) == dispatch.TRANSPOSED
+    assert plan(16, 8192, 8192, "tf32", dtype=torch.float32) == dispatch.TRANSPOSED
+    split = [plan(16, dispatch.THIN_MIN_N - 16, 8192),         # a narrower weight
+             plan(16, 8192, 8192, b_layout="row"),             # N-contiguous weight
+             plan(16, 8192, 8192, a_layout="col"),             # M-contiguous A
+             plan(16, 8192, 8184),                              # K no multiple of ALIGN
+             plan(16, 8192, 8192, "ieee", dtype=torch.float32),
+             plan(16, 8192, 8192, "tf32x3", dtype=torch.float32)]
+    assert all(p.split_k and not p.transposed for p in split), split
+    assert not plan(dispatch.SKINNY_M + 1, 8192, 8192).transposed
+    assert not plan(16, 8192, dispatch.SPLITK_MIN_K - 1).transposed
+    assert not plan(16, 8192, 8192, batch=2).transposed
+    assert not dispatch.plan(*_ops(16, 8192, 8192, b_layout="col", dtype=torch.float16),
+                             "half", None).transposed  # interpreter: plain kernel
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"), (torch.bfloat16, "half"),
+                                             (torch.float32, "tf32")])
+def test_transposed_skinny_product_as_planned(dtype, precision):
+    """A skinny product at the transposed plan's threshold, as the dispatcher plans it on the
+    GPU (forced in the interpreter), with the addmm epilogue and an activation: right answer
+    in every element of a poisoned output, computed on the plain kernel's thin tiles."""
+    m, n, k = (16, dispatch.THIN_MIN_N, 2048) if DEVICE == "cuda" else (5, 40, 48)
+    a = randn(1, m, k, dtype=dtype)
+    b = randn(1, n, k, dtype=dtype).transpose(1, 2)  # a K-major weight
+    d = randn(n, dtype=dtype)
+    if DEVICE == "cuda":
+        sms = _persistent.gpu_sms(a.device)[0]
+        assert dispatch.plan(a, b, precision, sms) == dispatch.TRANSPOSED
+    out = torch.full((1, m, n), float("nan"), dtype=dtype, device=a.device)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, activation=1,
+                 force=dispatch.TRANSPOSED)
+    ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
+    assert_close(out, ref, dtype, None if precision == "half" else precision, "transposed")
+    if DEVICE == "cuda":  # tuned or not: no other tile is 16 columns or fewer
+        thin = configs._THIN_TILES[configs.family_for(dtype, precision)]
+        assert last_config() in {t[0] for t in thin}
+
+
 def test_mid_m_weight_products_take_the_persistent_kernel():
     """16-bit products of SKINNY_M < M <= MID_M_MAX rows against a weight of at least
     MID_MIN_WEIGHT elements run on the persistent kernel at any tile count (its mid-M tiles);
@@ -435,7 +490,7 @@ def test_mid_m_weight_products_take_the_persistent_kernel():
         assert plan(m, 4096, 4096) == dispatch.Plan(False, False, False, persistent=True), m
     assert plan(128, 4096, 4096, dtype=torch.bfloat16).persistent
     assert plan(128, 8192, 28672).persistent
-    assert plan(dispatch.SKINNY_M, 4096, 4096).split_k
+    assert plan(dispatch.SKINNY_M, 2048, 4096).split_k
     assert not plan(configs.MID_M_MAX + 1, 2048, 4096).persistent  # 48 tiles
     assert not plan(128, 4096, 4095).persistent  # weight just below MID_MIN_WEIGHT
     assert not plan(128, 4096, 4096, "tf32", torch.float32).persistent

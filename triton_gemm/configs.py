@@ -74,6 +74,33 @@ _SIMT_TILES = (
     ("s_32x64x32", 32, 64, 32, 4, 3),
 )
 
+# Thin outputs (at most THIN_N columns): a skinny product run transposed (dispatch: C^T =
+# B^T A^T, the weight as A) streams the weight through tall narrow tiles, full K per program,
+# one launch. tile_probe.py, H100, fp16 nt (operands as the transposed product sees them), L2
+# flushed, us (cuBLAS on the same operands): 8192x16x8192 64x16x128 s6 59.7 (60.2), s4 60.3;
+# 8192x32x8192 64x32x128 s6 60.1 (60.3); 8192x64x8192 64x64x128 60.7 (60.0); 28672x16x8192
+# 128x16x128 170.0 (179.0); 4096x16x4096 32x16x256 21.4 (23.2). tf32, BK halved: 8192x16x8192
+# 64x16x64 s6 103.2 (117.4); 8192x64x8192 64x64x64 104.6 (111.1). Only the 8192 shapes'
+# tf32 tiles were measured; the rest mirror the fp16 ones. Pruned away for wider outputs,
+# where they never win and only lengthen tuning (plain_prune).
+THIN_N = 64
+_THIN_TILES = {
+    "half": (
+        ("h_64x16x128", 64, 16, 128, 4, 6),
+        ("h_32x16x256", 32, 16, 256, 4, 4),
+        ("h_128x16x128", 128, 16, 128, 4, 4),
+        ("h_64x32x128", 64, 32, 128, 4, 6),
+        ("h_64x64x128", 64, 64, 128, 4, 4),
+    ),
+    "tf32": (
+        ("t_64x16x64", 64, 16, 64, 4, 6),
+        ("t_32x16x128", 32, 16, 128, 4, 4),
+        ("t_128x16x64", 128, 16, 64, 4, 4),
+        ("t_64x32x64", 64, 32, 64, 4, 6),
+        ("t_64x64x64", 64, 64, 64, 4, 4),
+    ),
+}
+
 FAMILIES = ("simt", "tf32", "half")
 
 # The persistent TMA kernel (kernels/persistent.py), tensor-core families only:
@@ -237,7 +264,7 @@ def tiles(family: str) -> tuple:
     if family not in FAMILIES:
         raise ValueError(f"unknown config family {family!r}; expected one of {FAMILIES}")
     extra = {"simt": _SIMT_TILES, "tf32": _TF32_TILES, "half": _HALF_TILES}[family]
-    return SEED_TILES + extra
+    return SEED_TILES + extra + _THIN_TILES.get(family, ())
 
 
 def configs(family: str) -> list[triton.Config]:
@@ -343,8 +370,14 @@ def interpreter_config() -> triton.Config:
 _DEFAULT_TILE = {"simt": "s_64x64x32", "tf32": "t_128x128x32_w4", "half": "h_128x128x64_w4"}
 
 
-def default_config(family: str) -> triton.Config:
-    name = _DEFAULT_TILE[family]
+# For thin outputs (at most THIN_N columns): one tile as wide as the widest thin output.
+_DEFAULT_THIN_TILE = {"tf32": "t_64x64x64", "half": "h_64x64x128"}
+
+
+def default_config(family: str, n: int | None = None) -> triton.Config:
+    """The untuned config of a family, for an output n columns wide (None: any width)."""
+    thin = n is not None and bucket(n) <= THIN_N and family in _DEFAULT_THIN_TILE
+    name = (_DEFAULT_THIN_TILE if thin else _DEFAULT_TILE)[family]
     return _config(next(t for t in tiles(family) if t[0] == name))
 
 
@@ -414,6 +447,20 @@ def prune(configs_in, named_args, **kwargs):
     limit = _shared_memory_limit(a.device.index if a.device.index is not None else 0)
     return select(configs_in, named_args["M"], named_args["N"], named_args["K"],
                   a.element_size(), limit)
+
+
+# (BM, BN, BK, warps, stages) of the thin tiles; no other plain tile of their family has one.
+_THIN_SHAPES = frozenset(t[1:] for family in _THIN_TILES.values() for t in family)
+
+
+def plain_prune(configs_in, named_args, **kwargs):
+    """early_config_prune of the plain kernel: prune(), without the thin tiles unless the
+    output is at most THIN_N columns wide."""
+    if bucket(named_args["N"]) > THIN_N:
+        configs_in = [c for c in configs_in
+                      if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["BK"], c.num_warps,
+                          c.num_stages) not in _THIN_SHAPES]
+    return prune(configs_in, named_args, **kwargs)
 
 
 def persistent_fits(config, family: str, has_d: bool, smem_limit: int,

@@ -93,6 +93,17 @@ SPLITK_MIN_K = 1024
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
 # cuBLAS 176 us (memory floor ~157 us), reading B once but computing 8x the rows.
 SKINNY_M = 64
+# Except where the weight is K-major (a linear layer's) and has at least THIN_MIN_N columns:
+# there the product runs transposed, C^T = B^T A^T, on the plain kernel's thin tiles
+# (configs.THIN_N): the weight becomes a row-major A streamed by tall tiles over the full K,
+# with no partials, no reduction and one launch. tile_probe.py, H100, fp16 nt, L2 flushed,
+# us, best thin tile against split-K as tuned (cuBLAS): 16x8192x8192 59.7 vs 63.1 (60.2);
+# 64x8192x8192 60.7 vs 74.7 (60.0); 16x28672x8192 170.0 vs 179.6 (179.0); 16x4096x4096 21.4
+# vs 23.9 (23.2); tf32 64x8192x8192 104.6 vs 124.2 (111.1). At N = 4096 the 32-row tile
+# makes 128 programs, about one per SM; narrower weights (fewer programs) keep split-K.
+# Not for fp32 FMA (ieee: the thin plain tiles ran 367-855 us at 16x8192x8192 against split
+# K's 307 and cuBLAS's 155) or tf32x3 (unmeasured).
+THIN_MIN_N = 4096
 
 
 class Plan(NamedTuple):
@@ -105,6 +116,7 @@ class Plan(NamedTuple):
                               # on the persistent kernel as three plain tf32 dots
     core: tuple | None = None  # (rows, columns) the tiled kernel covers; the thin fringe
                                # of rows and columns past them runs on the split-K kernel
+    transposed: bool = False  # run C^T = B^T A^T on the plain kernel (a skinny product)
 
     @property
     def copies(self) -> bool:
@@ -113,6 +125,7 @@ class Plan(NamedTuple):
 
 PLAIN = Plan(False, False, False)
 SPLIT_TF32 = Plan(False, True, True, persistent=True, split_tf32=True)
+TRANSPOSED = Plan(False, False, False, transposed=True)
 
 
 def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
@@ -149,6 +162,9 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         a_k_major = b_k_major = True
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
                and (m <= SKINNY_M or 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= sms))
+    if (split_k and m <= SKINNY_M and n >= THIN_MIN_N and precision in ("half", "tf32")
+            and sa[2] == 1 and sb[1] == 1 and a_ok and b_ok):
+        return TRANSPOSED
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
@@ -332,6 +348,14 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     if p.core is not None and (p.split_tf32 or p.split_k or a.shape[0] != 1):
         raise ValueError(f"a plan with a core runs single products on the tiled kernels, "
                          f"not {p}")
+    if p.transposed:
+        if p != TRANSPOSED:
+            raise ValueError(f"a transposed plan runs the operands as given, not {p}")
+        # C^T = B^T A^T on the plain kernel; out^T is a strided view of out.
+        _kernel.matmul_3d(b.transpose(1, 2), a.transpose(1, 2), out.transpose(1, 2),
+                          None if d is None else d.expand(out.shape).transpose(1, 2),
+                          alpha=alpha, beta=beta, precision=precision, activation=activation)
+        return out
     if p.core is not None and not _splitk.supports(a, b, out, d):
         p = p._replace(core=None)  # 2^31 elements and more: the tiled kernel takes it all
     n = out.shape[2]

@@ -97,7 +97,7 @@ def _matmul_kernel(
 
 _TUNED = make_tuners(_matmul_kernel, "matmul",
                      {family: configs.configs(family) for family in configs.FAMILIES},
-                     configs.prune)
+                     configs.plain_prune)
 
 
 def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
@@ -133,7 +133,7 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     if config is None and INTERPRETER:
         config = configs.interpreter_config()
     elif config is None and not AUTOTUNE:
-        config = configs.default_config(family)
+        config = configs.default_config(family, n)
     key = (*tuning, dot_prec, has_d, a.dtype, b.dtype, out.dtype, d.dtype)
     launch(_matmul_kernel, _TUNED[family], grid, args, meta, config, family, key)
     return out
