@@ -63,6 +63,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--suite", default="square",
                         help=f"comma-separated shape suites from {', '.join(suites.SUITES)} "
                              "(default: square)")
+    parser.add_argument("--m", default=None, metavar="M[,M...]",
+                        help="run only the suites' shapes with these row counts (re-measuring "
+                             "part of a suite, e.g. --suite llm --m 16)")
     parser.add_argument("--impl", default=",".join(IMPL_GROUPS),
                         help="comma-separated implementations: triton, cublas, cuda_ref (all "
                              "ladder steps) or single steps: " + ", ".join(cuda_ref.NAMES))
@@ -88,6 +91,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         if name not in bench.PRECISIONS:
             parser.error(f"--precision: unknown precision {name!r}; choose from "
                          f"{', '.join(bench.PRECISIONS)}")
+    if args.m is not None and not all(v.isdigit() for v in _csv_list(args.m)):
+        parser.error(f"--m: expected comma-separated row counts, got {args.m!r}")
     if not _csv_list(args.impl) or not _csv_list(args.precision):
         parser.error("--impl and --precision need at least one value")
     return args
@@ -194,6 +199,13 @@ def main(argv=None) -> int:
     precisions = _csv_list(args.precision)
     if ON_GPU:
         cases = list(suites.QUICK) if args.quick else suites.cases(_csv_list(args.suite))
+        if args.m is not None:
+            rows = {int(v) for v in _csv_list(args.m)}
+            cases = [c for c in cases if c.m in rows]
+            if not cases:
+                print(f"--m {args.m}: no shape of the chosen suites has these rows",
+                      file=sys.stderr)
+                return 2
     else:
         cases = list(suites.INTERPRETER)
         print("No CUDA GPU: running the Triton kernels in the CPU interpreter on tiny shapes "

@@ -59,6 +59,18 @@ def test_thin_tiles_are_tuned_only_for_thin_outputs(monkeypatch):
     assert kept(8192, configs.THIN_N + 1, 8192)
 
 
+def test_thin_split_k_tiles_are_tuned_only_for_thin_outputs(monkeypatch):
+    monkeypatch.setattr(configs, "_shared_memory_limit", lambda index: H100_SMEM)
+    operand = torch.empty(1, dtype=torch.float32)
+    cfgs = configs.splitk_configs("simt")
+
+    def widths(m, n, k):
+        args = {"a_ptr": operand, "M": m, "N": n, "K": k}
+        return {c.kwargs["BN"] for c in configs.splitk_prune(cfgs, args, family="simt")}
+    assert 16 in widths(8192, 16, 8192)
+    assert min(widths(16, 8192, 8192)) >= 64
+
+
 def test_untuned_thin_outputs_take_a_thin_tile():
     for family in ("half", "tf32"):
         wide = configs.config_name(configs.default_config(family, configs.THIN_N + 1), family)

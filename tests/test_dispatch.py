@@ -72,7 +72,8 @@ PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
          dispatch.Plan(False, True, True), dispatch.Plan(False, False, True),
          dispatch.Plan(True, True, True, True), dispatch.Plan(False, True, True, True),
          dispatch.Plan(True, True, False, True), dispatch.Plan(False, False, False, False, True),
-         dispatch.Plan(True, True, True, False, True), dispatch.TRANSPOSED]
+         dispatch.Plan(True, True, True, False, True), dispatch.TRANSPOSED,
+         dispatch.TRANSPOSED_SPLIT_K]
 
 
 @requires_kernels
@@ -423,9 +424,10 @@ def test_split_k_for_few_output_tiles_and_long_k():
 
 
 def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
-    """M <= SKINNY_M rows against a K-major weight of at least THIN_MIN_N columns, 16-bit or
-    tf32, both operands K-contiguous and aligned: C^T = B^T A^T on the plain kernel. Every
-    other skinny product keeps split-K."""
+    """M <= SKINNY_M rows against a K-major weight of at least THIN_MIN_N columns, both
+    operands K-contiguous and aligned: C^T = B^T A^T, on the plain kernel (16-bit, tf32) or
+    the split-K kernel (ieee, up to THIN_IEEE_MAX_M rows). Every other skinny product keeps
+    split-K as given."""
     sms = 132
 
     def plan(m, n, k, precision="half", a_layout="row", b_layout="col", dtype=torch.float16,
@@ -438,12 +440,14 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
         assert plan(m, n, 8192) == dispatch.TRANSPOSED, (m, n)
     assert plan(16, 8192, 8192, dtype=torch.bfloat16) == dispatch.TRANSPOSED
     assert plan(16, 8192, 8192, "tf32", dtype=torch.float32) == dispatch.TRANSPOSED
+    ieee_rows = dispatch.THIN_IEEE_MAX_M
+    assert plan(ieee_rows, 8192, 8192, "ieee", dtype=torch.float32) == dispatch.TRANSPOSED_SPLIT_K
     split = [plan(16, dispatch.THIN_MIN_N - 16, 8192),         # a narrower weight
              plan(16, 8192, 8192, b_layout="row"),             # N-contiguous weight
              plan(16, 8192, 8192, a_layout="col"),             # M-contiguous A
              plan(16, 8192, 8184),                              # K no multiple of ALIGN
-             plan(16, 8192, 8192, "ieee", dtype=torch.float32),
-             plan(16, 8192, 8192, "tf32x3", dtype=torch.float32)]
+             plan(16, 8192, 8192, "tf32x3", dtype=torch.float32),
+             plan(ieee_rows + 1, 8192, 8192, "ieee", dtype=torch.float32)]
     assert all(p.split_k and not p.transposed for p in split), split
     assert not plan(dispatch.SKINNY_M + 1, 8192, 8192).transposed
     assert not plan(16, 8192, dispatch.SPLITK_MIN_K - 1).transposed
@@ -454,24 +458,26 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
 
 @requires_kernels
 @pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"), (torch.bfloat16, "half"),
-                                             (torch.float32, "tf32")])
+                                             (torch.float32, "tf32"), (torch.float32, "ieee")])
 def test_transposed_skinny_product_as_planned(dtype, precision):
     """A skinny product at the transposed plan's threshold, as the dispatcher plans it on the
     GPU (forced in the interpreter), with the addmm epilogue and an activation: right answer
-    in every element of a poisoned output, computed on the plain kernel's thin tiles."""
+    in every element of a poisoned output, computed on the plain kernel's thin tiles (the
+    split-K kernel at ieee)."""
+    plan = dispatch.TRANSPOSED_SPLIT_K if precision == "ieee" else dispatch.TRANSPOSED
     m, n, k = (16, dispatch.THIN_MIN_N, 2048) if DEVICE == "cuda" else (5, 40, 48)
     a = randn(1, m, k, dtype=dtype)
     b = randn(1, n, k, dtype=dtype).transpose(1, 2)  # a K-major weight
     d = randn(n, dtype=dtype)
     if DEVICE == "cuda":
         sms = _persistent.gpu_sms(a.device)[0]
-        assert dispatch.plan(a, b, precision, sms) == dispatch.TRANSPOSED
+        assert dispatch.plan(a, b, precision, sms) == plan
     out = torch.full((1, m, n), float("nan"), dtype=dtype, device=a.device)
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, activation=1,
-                 force=dispatch.TRANSPOSED)
+                 force=plan)
     ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
     assert_close(out, ref, dtype, None if precision == "half" else precision, "transposed")
-    if DEVICE == "cuda":  # tuned or not: no other tile is 16 columns or fewer
+    if DEVICE == "cuda" and precision != "ieee":  # tuned or not: no other tile is that thin
         thin = configs._THIN_TILES[configs.family_for(dtype, precision)]
         assert last_config() in {t[0] for t in thin}
 

@@ -119,6 +119,7 @@ def test_memory_floor_bytes_and_table():
     (["--impl", "cutlass"], "unknown implementation 'cutlass'"),
     (["--precision", "fp8"], "unknown precision 'fp8'"),
     (["--from-csv", "/nonexistent.csv"], "no such file"),
+    (["--m", "16,x"], "expected comma-separated row counts"),
 ])
 def test_cli_argument_errors(args, words, capsys):
     import perf.report as report

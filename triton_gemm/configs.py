@@ -206,6 +206,15 @@ _SPLITK_HALF_TILES = (
 )
 _SPLITK_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st)
                            for name, bm, bn, bk, split, w, st in _SPLITK_HALF_TILES)
+# fp32 FMA (ieee) skinny products run transposed (dispatch.TRANSPOSED_SPLIT_K): the weight's
+# rows as BM, the product's few rows as BN = 16. tile_probe.py, H100, 8192x16x8192 nt ieee, L2
+# flushed, us: 128x16x32 s4 224.5, 128x16x16 s8 228.2, 256x16x16 s4 w8 231.4; untransposed
+# 16x128x64 s4 306.5 (cuBLAS SGEMM 155). Tuned only for outputs of at most THIN_N columns.
+_SPLITK_SIMT_THIN_TILES = (
+    ("k_128x16x32_s4", 128, 16, 32, 4, 4, 3),
+    ("k_128x16x16_s8", 128, 16, 16, 8, 4, 4),
+    ("k_256x16x16_s4", 256, 16, 16, 4, 8, 4),
+)
 
 # Programs along M in one group: 8 rows of tiles share their B tiles in L2 (the Triton
 # tutorials' value; not re-measured here).
@@ -297,7 +306,9 @@ def persistent_config(bm, bn, bk, warps, stages, subtile, warp_specialize=False)
 def splitk_tiles(family: str) -> tuple:
     if family not in FAMILIES:
         raise ValueError(f"unknown config family {family!r}; expected one of {FAMILIES}")
-    return _SPLITK_HALF_TILES if family == "half" else _SPLITK_WORD_TILES
+    if family == "half":
+        return _SPLITK_HALF_TILES
+    return _SPLITK_WORD_TILES + (_SPLITK_SIMT_THIN_TILES if family == "simt" else ())
 
 
 def _splitk_config(bm, bn, bk, split, warps, stages) -> triton.Config:
@@ -352,9 +363,11 @@ def splitk_affordable(configs_in, m: int, n: int, k: int, elem_bytes: int) -> li
 
 
 def splitk_prune(configs_in, named_args, **kwargs):
-    """early_config_prune of the split-K kernel: select(), affordable partials, and slices
-    of at least two K steps each."""
+    """early_config_prune of the split-K kernel: select(), affordable partials, slices of
+    at least two K steps each, and tiles narrower than 64 columns only for thin outputs."""
     m, n, k = named_args["M"], named_args["N"], named_args["K"]
+    if bucket(n) > THIN_N:
+        configs_in = [c for c in configs_in if c.kwargs["BN"] >= 64] or configs_in
     pool = splitk_affordable(configs_in, m, n, k, named_args["a_ptr"].element_size())
     deep = [c for c in pool if c.kwargs["SPLIT"] * 2 * c.kwargs["BK"] <= k]
     if not deep:

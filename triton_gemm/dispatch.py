@@ -101,9 +101,14 @@ SKINNY_M = 64
 # 64x8192x8192 60.7 vs 74.7 (60.0); 16x28672x8192 170.0 vs 179.6 (179.0); 16x4096x4096 21.4
 # vs 23.9 (23.2); tf32 64x8192x8192 104.6 vs 124.2 (111.1). At N = 4096 the 32-row tile
 # makes 128 programs, about one per SM; narrower weights (fewer programs) keep split-K.
-# Not for fp32 FMA (ieee: the thin plain tiles ran 367-855 us at 16x8192x8192 against split
-# K's 307 and cuBLAS's 155) or tf32x3 (unmeasured).
+# fp32 FMA (ieee) products of at most THIN_IEEE_MAX_M rows run transposed on the split-K
+# kernel instead: the thin plain tiles ran 367-855 us at 16x8192x8192, split-K transposed
+# 224.5 (configs._SPLITK_SIMT_THIN_TILES) against 306.5 as given (cuBLAS 155). report, skinny
+# suite, ieee against cuBLAS SGEMM, transposed (as given): rows 1..16 0.55-0.80x (0.41-0.56x);
+# 32 rows 0.50x (0.54x), 64 rows 0.41x (0.47x), so wider ones stay as given. tf32x3 keeps
+# split-K as given (unmeasured; 1.07-1.71x cuBLAS SGEMM there).
 THIN_MIN_N = 4096
+THIN_IEEE_MAX_M = 16
 
 
 class Plan(NamedTuple):
@@ -116,7 +121,8 @@ class Plan(NamedTuple):
                               # on the persistent kernel as three plain tf32 dots
     core: tuple | None = None  # (rows, columns) the tiled kernel covers; the thin fringe
                                # of rows and columns past them runs on the split-K kernel
-    transposed: bool = False  # run C^T = B^T A^T on the plain kernel (a skinny product)
+    transposed: bool = False  # run C^T = B^T A^T (a skinny product) on the plain kernel,
+                              # or the split-K kernel with split_k
 
     @property
     def copies(self) -> bool:
@@ -126,6 +132,7 @@ class Plan(NamedTuple):
 PLAIN = Plan(False, False, False)
 SPLIT_TF32 = Plan(False, True, True, persistent=True, split_tf32=True)
 TRANSPOSED = Plan(False, False, False, transposed=True)
+TRANSPOSED_SPLIT_K = Plan(False, False, False, split_k=True, transposed=True)
 
 
 def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
@@ -162,9 +169,10 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         a_k_major = b_k_major = True
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
                and (m <= SKINNY_M or 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= sms))
-    if (split_k and m <= SKINNY_M and n >= THIN_MIN_N and precision in ("half", "tf32")
-            and sa[2] == 1 and sb[1] == 1 and a_ok and b_ok):
-        return TRANSPOSED
+    if (split_k and m <= (THIN_IEEE_MAX_M if precision == "ieee" else SKINNY_M)
+            and n >= THIN_MIN_N and precision != "tf32x3" and sa[2] == 1 and sb[1] == 1
+            and a_ok and b_ok):
+        return TRANSPOSED_SPLIT_K if precision == "ieee" else TRANSPOSED
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
@@ -349,12 +357,13 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
         raise ValueError(f"a plan with a core runs single products on the tiled kernels, "
                          f"not {p}")
     if p.transposed:
-        if p != TRANSPOSED:
+        if p not in (TRANSPOSED, TRANSPOSED_SPLIT_K):
             raise ValueError(f"a transposed plan runs the operands as given, not {p}")
-        # C^T = B^T A^T on the plain kernel; out^T is a strided view of out.
-        _kernel.matmul_3d(b.transpose(1, 2), a.transpose(1, 2), out.transpose(1, 2),
-                          None if d is None else d.expand(out.shape).transpose(1, 2),
-                          alpha=alpha, beta=beta, precision=precision, activation=activation)
+        # C^T = B^T A^T on the plan's kernel; out^T is a strided view of out.
+        run(b.transpose(1, 2), a.transpose(1, 2), out.transpose(1, 2),
+            None if d is None else d.expand(out.shape).transpose(1, 2), alpha=alpha,
+            beta=beta, precision=precision, activation=activation,
+            force=p._replace(transposed=False))
         return out
     if p.core is not None and not _splitk.supports(a, b, out, d):
         p = p._replace(core=None)  # 2^31 elements and more: the tiled kernel takes it all
