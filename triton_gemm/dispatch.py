@@ -35,7 +35,9 @@ the plan makes one (Plan.core, _fringe_core).
 
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
-weight, and huge-K products with small M and N, where tiles alone leave SMs idle. On
+weight, and huge-K products with small M and N, where tiles alone leave SMs idle. Skinny
+products against a wide K-major weight run transposed instead (C^T = B^T A^T, TRANSPOSED):
+the plain kernel's thin tiles stream the weight in one launch. On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
 mid-M products (65..256 rows against a large weight) on its small tiles; the rest, and
