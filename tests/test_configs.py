@@ -80,12 +80,17 @@ def test_untuned_thin_outputs_take_a_thin_tile():
     assert configs.default_config("simt", 16) is not None  # no thin tiles: the usual one
 
 
-def test_no_other_plain_tile_has_a_thin_tiles_shape():
-    """plain_prune recognises thin tiles by shape, warps and stages, in every family."""
-    thin = {t for tiles in configs._THIN_TILES.values() for t in tiles}
+def test_no_other_tile_has_a_thin_tiles_shape():
+    """without_thin recognises thin tiles by shape, slices, warps and stages, in every family
+    of the plain and the split-K kernel."""
+    thin = {t[0] for tiles in configs._THIN_TILES.values() for t in tiles}
+    thin |= {t[0] for t in configs._SPLITK_SIMT_THIN_TILES}
     for family in configs.FAMILIES:
-        for tile in configs.tiles(family):
-            assert tile in thin or tile[1:] not in configs._THIN_SHAPES, (family, tile)
+        for names, cfgs in ((configs.tiles(family), configs.configs(family)),
+                            (configs.splitk_tiles(family), configs.splitk_configs(family))):
+            for tile, cfg in zip(names, cfgs, strict=True):
+                is_thin = configs._tile_shape(cfg) in configs._THIN_SHAPES
+                assert is_thin == (tile[0] in thin), (family, tile)
 
 
 @pytest.mark.parametrize("n,expected", [(0, 16), (1, 16), (16, 16), (17, 32), (4096, 4096),

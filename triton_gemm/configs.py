@@ -82,23 +82,19 @@ _SIMT_TILES = (
 # 128x16x128 170.0 (179.0); 4096x16x4096 32x16x256 21.4 (23.2). tf32, BK halved: 8192x16x8192
 # 64x16x64 s6 103.2 (117.4); 8192x64x8192 64x64x64 104.6 (111.1). Only the 8192 shapes'
 # tf32 tiles were measured; the rest mirror the fp16 ones. Pruned away for wider outputs,
-# where they never win and only lengthen tuning (plain_prune).
+# where they never win and only lengthen tuning (without_thin).
 THIN_N = 64
+_THIN_HALF_TILES = (
+    ("h_64x16x128", 64, 16, 128, 4, 6),
+    ("h_32x16x256", 32, 16, 256, 4, 4),
+    ("h_128x16x128", 128, 16, 128, 4, 4),
+    ("h_64x32x128", 64, 32, 128, 4, 6),
+    ("h_64x64x128", 64, 64, 128, 4, 4),
+)
 _THIN_TILES = {
-    "half": (
-        ("h_64x16x128", 64, 16, 128, 4, 6),
-        ("h_32x16x256", 32, 16, 256, 4, 4),
-        ("h_128x16x128", 128, 16, 128, 4, 4),
-        ("h_64x32x128", 64, 32, 128, 4, 6),
-        ("h_64x64x128", 64, 64, 128, 4, 4),
-    ),
-    "tf32": (
-        ("t_64x16x64", 64, 16, 64, 4, 6),
-        ("t_32x16x128", 32, 16, 128, 4, 4),
-        ("t_128x16x64", 128, 16, 64, 4, 4),
-        ("t_64x32x64", 64, 32, 64, 4, 6),
-        ("t_64x64x64", 64, 64, 64, 4, 4),
-    ),
+    "half": _THIN_HALF_TILES,
+    "tf32": tuple((f"t_{bm}x{bn}x{bk // 2}", bm, bn, bk // 2, w, st)
+                  for _, bm, bn, bk, w, st in _THIN_HALF_TILES),
 }
 
 FAMILIES = ("simt", "tf32", "half")
@@ -364,10 +360,9 @@ def splitk_affordable(configs_in, m: int, n: int, k: int, elem_bytes: int) -> li
 
 def splitk_prune(configs_in, named_args, **kwargs):
     """early_config_prune of the split-K kernel: select(), affordable partials, slices of
-    at least two K steps each, and tiles narrower than 64 columns only for thin outputs."""
+    at least two K steps each, and the thin tiles only for thin outputs (without_thin)."""
     m, n, k = named_args["M"], named_args["N"], named_args["K"]
-    if bucket(n) > THIN_N:
-        configs_in = [c for c in configs_in if c.kwargs["BN"] >= 64] or configs_in
+    configs_in = without_thin(configs_in, n)
     pool = splitk_affordable(configs_in, m, n, k, named_args["a_ptr"].element_size())
     deep = [c for c in pool if c.kwargs["SPLIT"] * 2 * c.kwargs["BK"] <= k]
     if not deep:
@@ -462,18 +457,30 @@ def prune(configs_in, named_args, **kwargs):
                   a.element_size(), limit)
 
 
-# (BM, BN, BK, warps, stages) of the thin tiles; no other plain tile of their family has one.
-_THIN_SHAPES = frozenset(t[1:] for family in _THIN_TILES.values() for t in family)
+def _tile_shape(config) -> tuple:
+    """(BM, BN, BK, SPLIT or None, warps, stages) of a plain or split-K config."""
+    kw = config.kwargs
+    return kw["BM"], kw["BN"], kw["BK"], kw.get("SPLIT"), config.num_warps, config.num_stages
+
+
+# The thin tiles' shapes, plain and split-K; no other tile of their kernel has one.
+_THIN_SHAPES = frozenset(
+    [(bm, bn, bk, None, w, st) for tiles_ in _THIN_TILES.values()
+     for _, bm, bn, bk, w, st in tiles_]
+    + [(bm, bn, bk, split, w, st) for _, bm, bn, bk, split, w, st in _SPLITK_SIMT_THIN_TILES])
+
+
+def without_thin(configs_in, n: int) -> list:
+    """configs_in less the thin tiles when an output n columns wide is wider than THIN_N
+    (all of them if nothing else is left)."""
+    if bucket(n) <= THIN_N:
+        return list(configs_in)
+    return [c for c in configs_in if _tile_shape(c) not in _THIN_SHAPES] or list(configs_in)
 
 
 def plain_prune(configs_in, named_args, **kwargs):
-    """early_config_prune of the plain kernel: prune(), without the thin tiles unless the
-    output is at most THIN_N columns wide."""
-    if bucket(named_args["N"]) > THIN_N:
-        configs_in = [c for c in configs_in
-                      if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["BK"], c.num_warps,
-                          c.num_stages) not in _THIN_SHAPES]
-    return prune(configs_in, named_args, **kwargs)
+    """early_config_prune of the plain kernel: prune() of without_thin()."""
+    return prune(without_thin(configs_in, named_args["N"]), named_args, **kwargs)
 
 
 def persistent_fits(config, family: str, has_d: bool, smem_limit: int,
