@@ -1,9 +1,10 @@
-"""Time chosen configs of the persistent, split-K and plain kernels on a shape, beside cuBLAS
+"""Time chosen configs of the persistent, split-K, plain and GEMV kernels on a shape, beside cuBLAS
 and the library's own choice: the measurement behind new tiles and dispatch thresholds.
 
     python perf/tile_probe.py --case 128,4096,4096,nt --precision fp16
     python perf/tile_probe.py --case 128,4096,4096,nt --only persistent
     python perf/tile_probe.py --case 128,128,65536 --only splitk --splitk 64,64,128,64,4,4
+    python perf/tile_probe.py --case 16,8192,8192,nt --precision ieee --only gemv --gemv 8,2,2
 
 Each config is first checked against float64 on a NaN-poisoned output, then timed with
 triton.testing.do_bench (median, L2 flushed: operands come from memory, as in the report's
@@ -29,6 +30,7 @@ from perf.suites import Case  # noqa: E402
 import triton_gemm  # noqa: E402
 from triton_gemm import dispatch  # noqa: E402
 from triton_gemm import configs  # noqa: E402
+from triton_gemm.kernels import gemv as gemv_kernel  # noqa: E402
 from triton_gemm.kernels import matmul as plain_kernel  # noqa: E402
 from triton_gemm.kernels import persistent as persistent_kernel  # noqa: E402
 from triton_gemm.kernels import splitk as splitk_kernel  # noqa: E402
@@ -73,11 +75,12 @@ SIMT_PLAIN = [(128, 128, 32, 8, 3), (128, 128, 32, 8, 3, 128), (128, 128, 16, 8,
 
 
 def candidates(precision: str, persistent=None, halves=None, splitk=None,
-               plain=None) -> list[tuple[str, str, callable]]:
-    """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent, splitk:
-    tiles replacing PERSISTENT, SPLITK, PLAIN). tf32x3: persistent split configs only, on halves
-    ((A hi, A lo), (B hi, B lo)) staged by dispatch.stage; ieee: SIMT_PLAIN and the split-K
-    tiles given."""
+               plain=None, case_rows: int = 0, gemv=None) -> list[tuple[str, str, callable]]:
+    """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent, splitk,
+    plain, gemv: tiles replacing PERSISTENT, SPLITK, PLAIN, configs.GEMV_TILES). tf32x3:
+    persistent split configs only, on halves ((A hi, A lo), (B hi, B lo)) staged by
+    dispatch.stage; ieee: SIMT_PLAIN, the GEMV configs (for products of case_rows <=
+    gemv.MAX_M rows) and the split-K tiles given."""
     word = BK_DIVISOR[precision]
     prec = LIBRARY_PRECISION[precision]
     out = []
@@ -89,6 +92,11 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
                                  f"{f' r{maxnreg[0]}' if maxnreg else ''}",
                         lambda a, b, c, cfg=cfg: plain_kernel.matmul_3d(
                             a[None], b[None], c[None], precision=prec, config=cfg)[0]))
+        if case_rows <= gemv_kernel.MAX_M:
+            for cfg in ([configs._gemv_config(*t) for t in gemv] if gemv
+                        else configs.gemv_configs()):
+                out.append(("gemv", configs.config_name(cfg, "simt"),
+                            lambda a, b, c, cfg=cfg: gemv_kernel.matmul_2d(a, b, c, config=cfg)))
         return out + _splitk_candidates(splitk or (), word, prec)
     for bm, bn, bk, w, st, sub, *ws in persistent or (
             SPLIT_PERSISTENT if halves else PERSISTENT):
@@ -125,7 +133,7 @@ def _splitk_candidates(tiles, word: int, prec: str) -> list:
 
 
 def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
-          plain=None) -> None:
+          plain=None, gemv=None) -> None:
     import triton.testing
     dtype = bench.DTYPES[precision]
     a, b = bench.make_operands(case, dtype, "cuda")[0]
@@ -171,7 +179,8 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
         halves = stage()
         us = triton.testing.do_bench(stage, return_mode="median") * 1e3
         print(f"  {'staging the halves':40s} {us:8.1f} us")
-    runs += [r for r in candidates(precision, persistent, halves, splitk, plain) if r[0] in kinds]
+    runs += [r for r in candidates(precision, persistent, halves, splitk, plain, m, gemv)
+             if r[0] in kinds]
     for kind, label, fn in runs:
         timed = show(f"{kind} {label}", fn)
         if timed is not None:
@@ -187,7 +196,8 @@ def main(argv=None) -> int:
     parser.add_argument("--case", action="append", required=True, metavar="M,N,K[,LAYOUT]")
     parser.add_argument("--precision", default="fp16", choices=PRECISIONS)
     parser.add_argument("--only", default="persistent,splitk,plain",
-                        help="kernels to try, comma-separated (persistent, splitk, plain)")
+                        help="kernels to try beside the library's choice, comma-separated "
+                             "(persistent, splitk, plain, gemv; auto: none)")
     parser.add_argument("--persistent", action="append", default=None,
                         metavar="BM,BN,BK,WARPS,STAGES,SUBTILE[,WS]",
                         help="persistent tiles to try instead of the built-in list "
@@ -200,6 +210,9 @@ def main(argv=None) -> int:
                         metavar="BM,BN,BK,WARPS,STAGES",
                         help="plain-kernel tiles to try instead of the built-in list (BK for "
                              "16-bit operands)")
+    parser.add_argument("--gemv", action="append", default=None, metavar="BN,WARPS,UNROLL",
+                        help="GEMV tiles to try instead of configs.GEMV_TILES (ieee, at most "
+                             "16 rows)")
     args = parser.parse_args(argv)
     tiles = None
     split_tiles = [tuple(int(v) for v in spec.split(",")) for spec in args.splitk or ()]
@@ -213,7 +226,8 @@ def main(argv=None) -> int:
         m, n, k, *layout = spec.split(",")
         probe(Case(int(m), int(n), int(k), layout[0] if layout else "nn"), args.precision,
               set(args.only.split(",")), tiles, split_tiles or None,
-              [tuple(int(v) for v in spec.split(",")) for spec in args.plain or ()] or None)
+              [tuple(int(v) for v in spec.split(",")) for spec in args.plain or ()] or None,
+              [tuple(int(v) for v in spec.split(",")) for spec in args.gemv or ()] or None)
     return 0
 
 

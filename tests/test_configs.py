@@ -59,16 +59,15 @@ def test_thin_tiles_are_tuned_only_for_thin_outputs(monkeypatch):
     assert kept(8192, configs.THIN_N + 1, 8192)
 
 
-def test_thin_split_k_tiles_are_tuned_only_for_thin_outputs(monkeypatch):
-    monkeypatch.setattr(configs, "_shared_memory_limit", lambda index: H100_SMEM)
-    operand = torch.empty(1, dtype=torch.float32)
-    cfgs = configs.splitk_configs("simt")
+def test_gemv_tiles_are_no_wider_than_the_output():
+    """gemv_prune drops programs wider than the output (keeping the narrowest at worst)."""
+    cfgs = configs.gemv_configs()
 
-    def widths(m, n, k):
-        args = {"a_ptr": operand, "M": m, "N": n, "K": k}
-        return {c.kwargs["BN"] for c in configs.splitk_prune(cfgs, args, family="simt")}
-    assert 16 in widths(8192, 16, 8192)
-    assert min(widths(16, 8192, 8192)) >= 64
+    def widths(n):
+        return {c.kwargs["BN"] for c in configs.gemv_prune(cfgs, {"N": n}, family="simt")}
+    assert widths(8192) == {t[1] for t in configs.GEMV_TILES}
+    assert widths(4) == {2, 4}
+    assert widths(1) == {2}
 
 
 def test_untuned_thin_outputs_take_a_thin_tile():
@@ -81,16 +80,13 @@ def test_untuned_thin_outputs_take_a_thin_tile():
 
 
 def test_no_other_tile_has_a_thin_tiles_shape():
-    """without_thin recognises thin tiles by shape, slices, warps and stages, in every family
-    of the plain and the split-K kernel."""
+    """without_thin recognises the plain kernel's thin tiles by shape, warps and stages, in
+    every family."""
     thin = {t[0] for tiles in configs._THIN_TILES.values() for t in tiles}
-    thin |= {t[0] for t in configs._SPLITK_SIMT_THIN_TILES}
     for family in configs.FAMILIES:
-        for names, cfgs in ((configs.tiles(family), configs.configs(family)),
-                            (configs.splitk_tiles(family), configs.splitk_configs(family))):
-            for tile, cfg in zip(names, cfgs, strict=True):
-                is_thin = configs._tile_shape(cfg) in configs._THIN_SHAPES
-                assert is_thin == (tile[0] in thin), (family, tile)
+        for tile, cfg in zip(configs.tiles(family), configs.configs(family), strict=True):
+            is_thin = configs._tile_shape(cfg) in configs._THIN_SHAPES
+            assert is_thin == (tile[0] in thin), (family, tile)
 
 
 @pytest.mark.parametrize("n,expected", [(0, 16), (1, 16), (16, 16), (17, 32), (4096, 4096),

@@ -5,6 +5,7 @@ import torch
 
 from conftest import CASE_IDS, CASES, DEVICE, randn, requires_kernels
 from triton_gemm import configs, dispatch, last_config
+from triton_gemm.kernels import gemv
 from triton_gemm.kernels import persistent as _persistent
 from triton_gemm.tolerances import assert_close, rel_error
 
@@ -72,8 +73,7 @@ PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
          dispatch.Plan(False, True, True), dispatch.Plan(False, False, True),
          dispatch.Plan(True, True, True, True), dispatch.Plan(False, True, True, True),
          dispatch.Plan(True, True, False, True), dispatch.Plan(False, False, False, False, True),
-         dispatch.Plan(True, True, True, False, True), dispatch.TRANSPOSED,
-         dispatch.TRANSPOSED_SPLIT_K]
+         dispatch.Plan(True, True, True, False, True), dispatch.TRANSPOSED, dispatch.GEMV]
 
 
 @requires_kernels
@@ -82,7 +82,8 @@ PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
     f for f, v in zip(p._fields, p) if v))
 def test_staged_paths_compute_the_product(dtype, precision, plan):
     precision = precision or "half"
-    batch = 1 if plan.persistent or plan.split_k else 2  # these kernels take single products
+    # These kernels take single products.
+    batch = 1 if plan.persistent or plan.split_k or plan.gemv else 2
     a = randn(batch, 45, 33, dtype=dtype).transpose(1, 2)  # (batch, 33, 45): column-major A
     b = randn(batch, 45, 19, dtype=dtype)
     d = randn(19, dtype=dtype)
@@ -90,6 +91,16 @@ def test_staged_paths_compute_the_product(dtype, precision, plan):
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=plan)
     ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
     assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
+
+
+@pytest.mark.parametrize("plan", [p for p in PLANS if p.persistent or p.split_k or p.gemv],
+                         ids=lambda p: "-".join(f for f, v in zip(p._fields, p) if v))
+def test_single_product_plans_refuse_a_batch(plan):
+    """The persistent, split-K and GEMV kernels take one product: a batch forced on them is
+    an error, not a product of its first matrix alone."""
+    a, b = torch.ones(2, 4, 8), torch.ones(2, 8, 4)
+    with pytest.raises(ValueError, match="single products, not a batch of 2"):
+        dispatch.run(a, b, torch.empty(2, 4, 4), precision="ieee", force=plan)
 
 
 @requires_kernels
@@ -425,8 +436,8 @@ def test_split_k_for_few_output_tiles_and_long_k():
 
 def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
     """M <= SKINNY_M rows against a K-major weight of at least THIN_MIN_N columns, both
-    operands K-contiguous and aligned: C^T = B^T A^T, on the plain kernel (16-bit, tf32) or
-    the split-K kernel (ieee, up to THIN_IEEE_MAX_M rows). Every other skinny product keeps
+    operands K-contiguous: C^T = B^T A^T on the plain kernel (16-bit, tf32; aligned), or the
+    GEMV kernel (ieee, up to gemv.MAX_M rows, any alignment). Every other skinny product keeps
     split-K as given."""
     sms = 132
 
@@ -440,18 +451,24 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
         assert plan(m, n, 8192) == dispatch.TRANSPOSED, (m, n)
     assert plan(16, 8192, 8192, dtype=torch.bfloat16) == dispatch.TRANSPOSED
     assert plan(16, 8192, 8192, "tf32", dtype=torch.float32) == dispatch.TRANSPOSED
-    ieee_rows = dispatch.THIN_IEEE_MAX_M
-    assert plan(ieee_rows, 8192, 8192, "ieee", dtype=torch.float32) == dispatch.TRANSPOSED_SPLIT_K
+    ieee_rows = gemv.MAX_M
+    for m, n, k in [(1, 8192, 8192), (ieee_rows, 8192, 8192), (ieee_rows, 8192, 8184),
+                    (ieee_rows, dispatch.THIN_MIN_N, dispatch.SPLITK_MIN_K)]:
+        assert plan(m, n, k, "ieee", dtype=torch.float32) == dispatch.GEMV, (m, n, k)
     split = [plan(16, dispatch.THIN_MIN_N - 16, 8192),         # a narrower weight
              plan(16, 8192, 8192, b_layout="row"),             # N-contiguous weight
              plan(16, 8192, 8192, a_layout="col"),             # M-contiguous A
              plan(16, 8192, 8184),                              # K no multiple of ALIGN
              plan(16, 8192, 8192, "tf32x3", dtype=torch.float32),
-             plan(ieee_rows + 1, 8192, 8192, "ieee", dtype=torch.float32)]
-    assert all(p.split_k and not p.transposed for p in split), split
+             plan(ieee_rows + 1, 8192, 8192, "ieee", dtype=torch.float32),
+             plan(ieee_rows, 8192, 8192, "ieee", b_layout="row", dtype=torch.float32),
+             plan(ieee_rows, dispatch.THIN_MIN_N - 16, 8192, "ieee", dtype=torch.float32)]
+    assert all(p.split_k and not p.transposed and not p.gemv for p in split), split
     assert not plan(dispatch.SKINNY_M + 1, 8192, 8192).transposed
     assert not plan(16, 8192, dispatch.SPLITK_MIN_K - 1).transposed
+    assert not plan(16, 8192, dispatch.SPLITK_MIN_K - 1, "ieee", dtype=torch.float32).gemv
     assert not plan(16, 8192, 8192, batch=2).transposed
+    assert not plan(16, 8192, 8192, "ieee", dtype=torch.float32, batch=2).gemv
     assert not dispatch.plan(*_ops(16, 8192, 8192, b_layout="col", dtype=torch.float16),
                              "half", None).transposed  # interpreter: plain kernel
 
@@ -459,12 +476,12 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
 @requires_kernels
 @pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"), (torch.bfloat16, "half"),
                                              (torch.float32, "tf32"), (torch.float32, "ieee")])
-def test_transposed_skinny_product_as_planned(dtype, precision):
+def test_skinny_product_against_a_weight_as_planned(dtype, precision):
     """A skinny product at the transposed plan's threshold, as the dispatcher plans it on the
     GPU (forced in the interpreter), with the addmm epilogue and an activation: right answer
     in every element of a poisoned output, computed on the plain kernel's thin tiles (the
-    split-K kernel at ieee)."""
-    plan = dispatch.TRANSPOSED_SPLIT_K if precision == "ieee" else dispatch.TRANSPOSED
+    GEMV kernel at ieee)."""
+    plan = dispatch.GEMV if precision == "ieee" else dispatch.TRANSPOSED
     m, n, k = (16, dispatch.THIN_MIN_N, 2048) if DEVICE == "cuda" else (5, 40, 48)
     a = randn(1, m, k, dtype=dtype)
     b = randn(1, n, k, dtype=dtype).transpose(1, 2)  # a K-major weight
@@ -477,8 +494,9 @@ def test_transposed_skinny_product_as_planned(dtype, precision):
                  force=plan)
     ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
     assert_close(out, ref, dtype, None if precision == "half" else precision, "transposed")
-    if DEVICE == "cuda" and precision != "ieee":  # tuned or not: no other tile is that thin
-        thin = configs._THIN_TILES[configs.family_for(dtype, precision)]
+    if DEVICE == "cuda":  # tuned or not: no other tile is that thin
+        thin = (configs.GEMV_TILES if precision == "ieee"
+                else configs._THIN_TILES[configs.family_for(dtype, precision)])
         assert last_config() in {t[0] for t in thin}
 
 

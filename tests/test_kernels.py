@@ -8,7 +8,7 @@ from triton_gemm.tolerances import assert_close, rel_error
 from triton_gemm import configs
 from triton_gemm.kernels import common
 from triton_gemm.kernels import matmul as kernel
-from triton_gemm.kernels import persistent, splitk
+from triton_gemm.kernels import gemv, persistent, splitk
 
 # Family -> the (dtype, precision) pairs it serves.
 FAMILY_CASES = {
@@ -256,6 +256,61 @@ def test_splitk_default_config_fills_the_gpu_with_deep_enough_slices():
         <= configs.SPLITK_TARGET_PROGRAMS
     shallow = configs.splitk_default_config("tf32", 16, 64, 200)
     assert shallow.kwargs["SPLIT"] * 2 * shallow.kwargs["BK"] <= 200
+
+
+# Rows not a power of two, ragged columns, and K both ragged (masked loop) and a multiple of
+# every GEMV tile's loop step (configs.GEMV_MAX_STEP: the unmasked loop).
+GM, GN = (13, 4100) if DEVICE == "cuda" else (5, 37)
+GEMV_KS = (2 * configs.GEMV_MAX_STEP + 45, 2 * configs.GEMV_MAX_STEP) if DEVICE == "cuda" \
+    else (300, configs.GEMV_MAX_STEP)
+
+
+@requires_kernels
+@pytest.mark.parametrize("k", GEMV_KS, ids=["ragged_k", "even_k"])
+@pytest.mark.parametrize("tile", configs.GEMV_TILES, ids=[t[0] for t in configs.GEMV_TILES])
+def test_every_gemv_config(tile, k):
+    """Each GEMV config with a K-major B, a strided output, the addmm epilogue and an
+    activation."""
+    config = configs.gemv_configs()[configs.GEMV_TILES.index(tile)]
+    assert configs.config_name(config, "simt") == tile[0]
+    a = randn(GM, k)
+    b = randn(GN, k).t()
+    d = randn(1, GN)
+    out = poisoned(GN, GM, dtype=torch.float32).t()
+    gemv.matmul_2d(a, b, out, d, alpha=1.5, beta=-0.5, activation=1, config=config)
+    ref = torch.relu(1.5 * (a.double() @ b.double()) - 0.5 * d.double())
+    assert_close(out, ref, torch.float32, "ieee", tile[0])
+
+
+@requires_kernels
+@pytest.mark.parametrize("m", [1, 2, gemv.MAX_M])
+def test_gemv_takes_any_strides_and_rows(m):
+    """Column-major A, row-major B and a sliced view: slower layouts, same answer; with the
+    untuned default config (the interpreter's, or TRITON_GEMM_AUTOTUNE=0)."""
+    k, n = (3000, 1000) if DEVICE == "cuda" else (200, 24)
+    a = randn(k, m).t()
+    b = randn(k, 2 * n)[:, ::2]
+    out = poisoned(m, n, dtype=torch.float32)
+    gemv.matmul_2d(a, b, out, config=configs.gemv_default_config(m))
+    assert_close(out, a.double() @ b.double(), torch.float32, "ieee", f"{m} rows")
+
+
+def test_gemv_refuses_what_it_cannot_run():
+    """More than MAX_M rows or 16-bit operands: an error naming the limit and the way out."""
+    for a, b in ((torch.empty(gemv.MAX_M + 1, 8), torch.empty(8, 4)),
+                 (torch.empty(2, 8, dtype=torch.float16), torch.empty(8, 4, dtype=torch.float16))):
+        out = torch.empty(a.shape[0], 4, dtype=a.dtype)
+        with pytest.raises(ValueError, match="at most 16 rows.*dispatch.run"):
+            gemv.matmul_2d(a, b, out)
+
+
+def test_gemv_default_config_by_rows():
+    """Few rows take the narrow many-warp tile, more rows a wide one (configs.GEMV_TILES)."""
+    names = {t[0] for t in configs.GEMV_TILES}
+    few = configs.config_name(configs.gemv_default_config(1), "simt")
+    many = configs.config_name(configs.gemv_default_config(gemv.MAX_M), "simt")
+    assert {few, many} <= names and few != many
+    assert configs.GEMV_MAX_STEP % (configs.gemv_default_config(1).kwargs["BK"]) == 0
 
 
 @gpu_only

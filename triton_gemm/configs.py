@@ -202,15 +202,26 @@ _SPLITK_HALF_TILES = (
 )
 _SPLITK_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st)
                            for name, bm, bn, bk, split, w, st in _SPLITK_HALF_TILES)
-# fp32 FMA (ieee) skinny products run transposed (dispatch.TRANSPOSED_SPLIT_K): the weight's
-# rows as BM, the product's few rows as BN = 16. tile_probe.py, H100, 8192x16x8192 nt ieee, L2
-# flushed, us: 128x16x32 s4 224.5, 128x16x16 s8 228.2, 256x16x16 s4 w8 231.4; untransposed
-# 16x128x64 s4 306.5 (cuBLAS SGEMM 155). Tuned only for outputs of at most THIN_N columns.
-_SPLITK_SIMT_THIN_TILES = (
-    ("k_128x16x32_s4", 128, 16, 32, 4, 4, 3),
-    ("k_128x16x16_s8", 128, 16, 16, 8, 4, 4),
-    ("k_256x16x16_s4", 256, 16, 16, 4, 8, 4),
+# The GEMV kernel (kernels/gemv.py), fp32 FMA skinny products of up to 16 rows against a
+# K-major weight: (name, BN columns per program, num_warps, UNROLL K steps per iteration);
+# BK = 32 lanes x num_warps. Few rows want narrow programs with many warps; 8 and 16 rows
+# want 1-2 warps, 4-8 columns, and 2-8 steps in flight. Timings swing by 20% between
+# neighbouring tiles (and with K's mask), so the tuner picks among these. perf/_probe, H100,
+# K-major weight, L2 flushed, us (cuBLAS SGEMM): 1x8192x8192 BN 2 w8 u4 100.8 (122.7);
+# 4x8192x8192 BN 2 w8 u4 110.8 (174.0); 8x8192x8192 BN 4 w1 u4 109.6, BN 4 w2 u4 110.8
+# (173.4); 16x8192x8192 BN 8 w1 u2 142.7, BN 8 w2 u2 148.7, BN 4 w1 u8 148.8 (154.4);
+# 16x11008x4096 BN 4 w1 u8 113.1, BN 8 w2 u2 118.7 (111.1).
+GEMV_TILES = (
+    ("g_2_w8_u4", 2, 8, 4),
+    ("g_4_w1_u4", 4, 1, 4),
+    ("g_4_w2_u4", 4, 2, 4),
+    ("g_4_w1_u8", 4, 1, 8),
+    ("g_8_w1_u2", 8, 1, 2),
+    ("g_8_w2_u2", 8, 2, 2),
+    ("g_8_w4_u4", 8, 4, 4),
 )
+# The longest K run of one loop iteration among them: K a multiple of it needs no K mask.
+GEMV_MAX_STEP = max(32 * w * u for _, _, w, u in GEMV_TILES)
 
 # Programs along M in one group: 8 rows of tiles share their B tiles in L2 (the Triton
 # tutorials' value; not re-measured here).
@@ -304,7 +315,7 @@ def splitk_tiles(family: str) -> tuple:
         raise ValueError(f"unknown config family {family!r}; expected one of {FAMILIES}")
     if family == "half":
         return _SPLITK_HALF_TILES
-    return _SPLITK_WORD_TILES + (_SPLITK_SIMT_THIN_TILES if family == "simt" else ())
+    return _SPLITK_WORD_TILES
 
 
 def _splitk_config(bm, bn, bk, split, warps, stages) -> triton.Config:
@@ -314,6 +325,28 @@ def _splitk_config(bm, bn, bk, split, warps, stages) -> triton.Config:
 
 def splitk_configs(family: str) -> list[triton.Config]:
     return [_splitk_config(*t[1:]) for t in splitk_tiles(family)]
+
+
+def _gemv_config(bn, warps, unroll) -> triton.Config:
+    return triton.Config({"BN": bn, "BK": 32 * warps, "UNROLL": unroll}, num_warps=warps,
+                         num_stages=1)
+
+
+def gemv_configs() -> list[triton.Config]:
+    return [_gemv_config(*t[1:]) for t in GEMV_TILES]
+
+
+def gemv_default_config(m: int) -> triton.Config:
+    """The GEMV config run when tuning is off: one of the probe's best for m rows."""
+    name = "g_2_w8_u4" if m <= 4 else "g_8_w2_u2"
+    return _gemv_config(*next(t[1:] for t in GEMV_TILES if t[0] == name))
+
+
+def gemv_prune(configs_in, named_args, **kwargs):
+    """early_config_prune of the GEMV kernel: programs at most as wide as the output."""
+    n = named_args["N"]
+    fitting = [c for c in configs_in if c.kwargs["BN"] <= max(n, 2)]
+    return fitting or list(configs_in)
 
 
 # Programs the untuned split-K config aims at: two per SM of a 132-SM H100, so one slow
@@ -359,10 +392,9 @@ def splitk_affordable(configs_in, m: int, n: int, k: int, elem_bytes: int) -> li
 
 
 def splitk_prune(configs_in, named_args, **kwargs):
-    """early_config_prune of the split-K kernel: select(), affordable partials, slices of
-    at least two K steps each, and the thin tiles only for thin outputs (without_thin)."""
+    """early_config_prune of the split-K kernel: select(), affordable partials and slices of
+    at least two K steps each."""
     m, n, k = named_args["M"], named_args["N"], named_args["K"]
-    configs_in = without_thin(configs_in, n)
     pool = splitk_affordable(configs_in, m, n, k, named_args["a_ptr"].element_size())
     deep = [c for c in pool if c.kwargs["SPLIT"] * 2 * c.kwargs["BK"] <= k]
     if not deep:
@@ -392,6 +424,11 @@ def default_config(family: str, n: int | None = None) -> triton.Config:
 def config_name(config: triton.Config, family: str) -> str:
     """The table name of a config, e.g. 'h_128x256x64'."""
     kw = config.kwargs
+    if "UNROLL" in kw:
+        for name, bn, warps, unroll in GEMV_TILES:
+            if (bn, warps, unroll) == (kw["BN"], config.num_warps, kw["UNROLL"]):
+                return name
+        return f"g_{kw['BN']}_w{config.num_warps}_u{kw['UNROLL']}"
     if "SPLIT" in kw:
         for tile in splitk_tiles(family):
             if (tile[1:5] == (kw["BM"], kw["BN"], kw["BK"], kw["SPLIT"])
@@ -458,16 +495,14 @@ def prune(configs_in, named_args, **kwargs):
 
 
 def _tile_shape(config) -> tuple:
-    """(BM, BN, BK, SPLIT or None, warps, stages) of a plain or split-K config."""
+    """(BM, BN, BK, warps, stages) of a plain config."""
     kw = config.kwargs
-    return kw["BM"], kw["BN"], kw["BK"], kw.get("SPLIT"), config.num_warps, config.num_stages
+    return kw["BM"], kw["BN"], kw["BK"], config.num_warps, config.num_stages
 
 
-# The thin tiles' shapes, plain and split-K; no other tile of their kernel has one.
-_THIN_SHAPES = frozenset(
-    [(bm, bn, bk, None, w, st) for tiles_ in _THIN_TILES.values()
-     for _, bm, bn, bk, w, st in tiles_]
-    + [(bm, bn, bk, split, w, st) for _, bm, bn, bk, split, w, st in _SPLITK_SIMT_THIN_TILES])
+# The thin tiles' shapes; no other tile of the plain kernel has one.
+_THIN_SHAPES = frozenset((bm, bn, bk, w, st) for tiles_ in _THIN_TILES.values()
+                         for _, bm, bn, bk, w, st in tiles_)
 
 
 def without_thin(configs_in, n: int) -> list:

@@ -37,7 +37,8 @@ Single (unbatched) products with at most one 64x64 output tile per two SMs and a
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle. Skinny
 products against a wide K-major weight run transposed instead (C^T = B^T A^T, TRANSPOSED):
-the plain kernel's thin tiles stream the weight in one launch. On
+the plain kernel's thin tiles stream the weight in one launch; at fp32 FMA (ieee) up to 16
+rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K. On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
 mid-M products (65..256 rows against a large weight) on its small tiles; the rest, and
@@ -51,6 +52,7 @@ from typing import NamedTuple
 import torch
 
 from . import configs
+from .kernels import gemv as _gemv
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
@@ -103,14 +105,12 @@ SKINNY_M = 64
 # 64x8192x8192 60.7 vs 74.7 (60.0); 16x28672x8192 170.0 vs 179.6 (179.0); 16x4096x4096 21.4
 # vs 23.9 (23.2); tf32 64x8192x8192 104.6 vs 124.2 (111.1). At N = 4096 the 32-row tile
 # makes 128 programs, about one per SM; narrower weights (fewer programs) keep split-K.
-# fp32 FMA (ieee) products of at most THIN_IEEE_MAX_M rows run transposed on the split-K
-# kernel instead: the thin plain tiles ran 367-855 us at 16x8192x8192, split-K transposed
-# 224.5 (configs._SPLITK_SIMT_THIN_TILES) against 306.5 as given (cuBLAS 155). report, skinny
-# suite, ieee against cuBLAS SGEMM, transposed (as given): rows 1..16 0.55-0.80x (0.41-0.56x);
-# 32 rows 0.50x (0.54x), 64 rows 0.41x (0.47x), so wider ones stay as given. tf32x3 keeps
-# split-K as given (unmeasured; 1.07-1.71x cuBLAS SGEMM there).
+# fp32 FMA (ieee) products of at most gemv.MAX_M rows against such a weight run on the GEMV
+# kernel instead (kernels/gemv.py; GEMV): per-lane partial sums along K, registers reused
+# across rows and columns, one launch. Probe, H100, L2 flushed, us (cuBLAS SGEMM):
+# 16x8192x8192 146.3 (155.9), 1x8192x8192 100.6 (123.6); split-K transposed, the best
+# before it, 224.5 and 218.6. It needs no alignment (scalar loads).
 THIN_MIN_N = 4096
-THIN_IEEE_MAX_M = 16
 
 
 class Plan(NamedTuple):
@@ -123,8 +123,8 @@ class Plan(NamedTuple):
                               # on the persistent kernel as three plain tf32 dots
     core: tuple | None = None  # (rows, columns) the tiled kernel covers; the thin fringe
                                # of rows and columns past them runs on the split-K kernel
-    transposed: bool = False  # run C^T = B^T A^T (a skinny product) on the plain kernel,
-                              # or the split-K kernel with split_k
+    transposed: bool = False  # run C^T = B^T A^T (a skinny product) on the plain kernel
+    gemv: bool = False        # run the GEMV kernel (fp32 FMA, up to gemv.MAX_M rows)
 
     @property
     def copies(self) -> bool:
@@ -134,7 +134,7 @@ class Plan(NamedTuple):
 PLAIN = Plan(False, False, False)
 SPLIT_TF32 = Plan(False, True, True, persistent=True, split_tf32=True)
 TRANSPOSED = Plan(False, False, False, transposed=True)
-TRANSPOSED_SPLIT_K = Plan(False, False, False, split_k=True, transposed=True)
+GEMV = Plan(False, False, False, gemv=True)
 
 
 def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
@@ -171,10 +171,12 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         a_k_major = b_k_major = True
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
                and (m <= SKINNY_M or 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= sms))
-    if (split_k and m <= (THIN_IEEE_MAX_M if precision == "ieee" else SKINNY_M)
-            and n >= THIN_MIN_N and precision != "tf32x3" and sa[2] == 1 and sb[1] == 1
+    k_major_weight = split_k and n >= THIN_MIN_N and sa[2] == 1 and sb[1] == 1
+    if k_major_weight and precision == "ieee" and m <= _gemv.MAX_M:
+        return GEMV
+    if (k_major_weight and m <= SKINNY_M and precision in ("half", "tf32")
             and a_ok and b_ok):
-        return TRANSPOSED_SPLIT_K if precision == "ieee" else TRANSPOSED
+        return TRANSPOSED
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
@@ -355,11 +357,14 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     if p.split_tf32 and (precision != "tf32x3" or a.dtype != torch.float32):
         raise ValueError(f"a split_tf32 plan runs float32 operands at precision 'tf32x3', "
                          f"not {a.dtype} at {precision!r}")
-    if p.core is not None and (p.split_tf32 or p.split_k or a.shape[0] != 1):
+    if p.core is not None and (p.split_tf32 or p.split_k or p.gemv):
         raise ValueError(f"a plan with a core runs single products on the tiled kernels, "
                          f"not {p}")
+    if (p.persistent or p.split_k or p.gemv or p.core is not None) and a.shape[0] != 1:
+        raise ValueError(f"{p} runs single products, not a batch of {a.shape[0]}; "
+                         f"dispatch.plan gives batches the plain kernel")
     if p.transposed:
-        if p not in (TRANSPOSED, TRANSPOSED_SPLIT_K):
+        if p != TRANSPOSED:
             raise ValueError(f"a transposed plan runs the operands as given, not {p}")
         # C^T = B^T A^T on the plan's kernel; out^T is a strided view of out.
         run(b.transpose(1, 2), a.transpose(1, 2), out.transpose(1, 2),
@@ -423,7 +428,12 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation) -> 
     split_tf32 plan."""
     n = out.shape[2]
     # The single-product kernels take 2-D operands: D broadcast to the one output matrix.
-    d2 = None if d is None or not (p.split_k or p.persistent) else d.expand(out.shape)[0]
+    d2 = (None if d is None or not (p.split_k or p.persistent or p.gemv)
+          else d.expand(out.shape)[0])
+    if p.gemv and _gemv.supports(a[0], b[0, :, :n], out[0], d2):
+        _gemv.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
+                        activation=activation)
+        return
     if p.split_k and _splitk.supports(a, b, out, d2):
         _splitk.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                           precision=precision, activation=activation)
