@@ -107,9 +107,10 @@ SKINNY_M = 64
 # makes 128 programs, about one per SM; narrower weights (fewer programs) keep split-K.
 # fp32 FMA (ieee) products of at most gemv.MAX_M rows against such a weight run on the GEMV
 # kernel instead (kernels/gemv.py; GEMV): per-lane partial sums along K, registers reused
-# across rows and columns, one launch. Probe, H100, L2 flushed, us (cuBLAS SGEMM):
-# 16x8192x8192 146.3 (155.9), 1x8192x8192 100.6 (123.6); split-K transposed, the best
-# before it, 224.5 and 218.6. It needs no alignment (scalar loads).
+# across rows and columns, one launch. tile_probe.py, H100, L2 flushed, us, as tuned (cuBLAS
+# SGEMM): 16x8192x8192 142.5 (154.9), 1x8192x8192 101.4 (122.7), 16x11008x4096 112.9
+# (111.6); split-K transposed, the best before it, 224.5 at 16x8192x8192. It needs no
+# alignment (scalar loads). 17+ rows keep split-K as given: the register tile does not fit.
 THIN_MIN_N = 4096
 
 

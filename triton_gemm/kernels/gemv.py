@@ -8,8 +8,8 @@ K step is one scalar load of B per column and of A per row per thread, coalesced
 the lanes, and BN x BM FMAs on them: every A value is reused BN times and every B value BM
 times straight from registers. The lanes' partial sums meet once, at the end (tl.sum over
 K). tl.dot's FMA path instead converts both operands through shared memory every K step;
-on the split-K kernel's best skinny tile it ran 16x8192x8192 in 224 us against 146 here
-(cuBLAS SGEMM 155; H100, L2 flushed).
+on the split-K kernel's best skinny tile it ran 16x8192x8192 in 224 us against 142.5 here
+(cuBLAS SGEMM 154.9; perf/tile_probe.py, H100, L2 flushed).
 
 The layout comes from how triton lays out loads: it vectorises along the dimension it
 can prove contiguous and puts the lanes there. The K strides are not specialised
