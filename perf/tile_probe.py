@@ -75,12 +75,11 @@ SIMT_PLAIN = [(128, 128, 32, 8, 3), (128, 128, 32, 8, 3, 128), (128, 128, 16, 8,
 
 
 def candidates(precision: str, persistent=None, halves=None, splitk=None,
-               plain=None, case_rows: int = 0, gemv=None) -> list[tuple[str, str, callable]]:
+               plain=None, gemv=None) -> list[tuple[str, str, callable]]:
     """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent, splitk,
     plain, gemv: tiles replacing PERSISTENT, SPLITK, PLAIN, configs.GEMV_TILES). tf32x3:
     persistent split configs only, on halves ((A hi, A lo), (B hi, B lo)) staged by
-    dispatch.stage; ieee: SIMT_PLAIN, the GEMV configs (for products of case_rows <=
-    gemv.MAX_M rows) and the split-K tiles given."""
+    dispatch.stage; ieee: SIMT_PLAIN, the GEMV configs and the split-K tiles given."""
     word = BK_DIVISOR[precision]
     prec = LIBRARY_PRECISION[precision]
     out = []
@@ -92,11 +91,10 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
                                  f"{f' r{maxnreg[0]}' if maxnreg else ''}",
                         lambda a, b, c, cfg=cfg: plain_kernel.matmul_3d(
                             a[None], b[None], c[None], precision=prec, config=cfg)[0]))
-        if case_rows <= gemv_kernel.MAX_M:
-            for cfg in ([configs._gemv_config(*t) for t in gemv] if gemv
-                        else configs.gemv_configs()):
-                out.append(("gemv", configs.config_name(cfg, "simt"),
-                            lambda a, b, c, cfg=cfg: gemv_kernel.matmul_2d(a, b, c, config=cfg)))
+        for cfg in ([configs._gemv_config(*t) for t in gemv] if gemv
+                    else configs.gemv_configs()):
+            out.append(("gemv", configs.config_name(cfg, "simt"),
+                        lambda a, b, c, cfg=cfg: gemv_kernel.matmul_2d(a, b, c, config=cfg)))
         return out + _splitk_candidates(splitk or (), word, prec)
     for bm, bn, bk, w, st, sub, *ws in persistent or (
             SPLIT_PERSISTENT if halves else PERSISTENT):
@@ -179,7 +177,7 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
         halves = stage()
         us = triton.testing.do_bench(stage, return_mode="median") * 1e3
         print(f"  {'staging the halves':40s} {us:8.1f} us")
-    runs += [r for r in candidates(precision, persistent, halves, splitk, plain, m, gemv)
+    runs += [r for r in candidates(precision, persistent, halves, splitk, plain, gemv)
              if r[0] in kinds]
     for kind, label, fn in runs:
         timed = show(f"{kind} {label}", fn)
@@ -211,8 +209,7 @@ def main(argv=None) -> int:
                         help="plain-kernel tiles to try instead of the built-in list (BK for "
                              "16-bit operands)")
     parser.add_argument("--gemv", action="append", default=None, metavar="BN,WARPS,UNROLL",
-                        help="GEMV tiles to try instead of configs.GEMV_TILES (ieee, at most "
-                             "16 rows)")
+                        help="GEMV tiles to try instead of configs.GEMV_TILES (ieee)")
     args = parser.parse_args(argv)
     tiles = None
     split_tiles = [tuple(int(v) for v in spec.split(",")) for spec in args.splitk or ()]

@@ -437,7 +437,7 @@ def test_split_k_for_few_output_tiles_and_long_k():
 def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
     """M <= SKINNY_M rows against a K-major weight of at least THIN_MIN_N columns, both
     operands K-contiguous: C^T = B^T A^T on the plain kernel (16-bit, tf32; aligned), or the
-    GEMV kernel (ieee, up to gemv.MAX_M rows, any alignment). Every other skinny product keeps
+    GEMV kernel (ieee, up to GEMV_MAX_M rows, any alignment). Every other skinny product keeps
     split-K as given."""
     sms = 132
 
@@ -451,7 +451,7 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
         assert plan(m, n, 8192) == dispatch.TRANSPOSED, (m, n)
     assert plan(16, 8192, 8192, dtype=torch.bfloat16) == dispatch.TRANSPOSED
     assert plan(16, 8192, 8192, "tf32", dtype=torch.float32) == dispatch.TRANSPOSED
-    ieee_rows = gemv.MAX_M
+    ieee_rows = dispatch.GEMV_MAX_M
     for m, n, k in [(1, 8192, 8192), (ieee_rows, 8192, 8192), (ieee_rows, 8192, 8184),
                     (ieee_rows, dispatch.THIN_MIN_N, dispatch.SPLITK_MIN_K)]:
         assert plan(m, n, k, "ieee", dtype=torch.float32) == dispatch.GEMV, (m, n, k)

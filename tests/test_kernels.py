@@ -258,9 +258,9 @@ def test_splitk_default_config_fills_the_gpu_with_deep_enough_slices():
     assert shallow.kwargs["SPLIT"] * 2 * shallow.kwargs["BK"] <= 200
 
 
-# Rows not a power of two, ragged columns, and K both ragged (masked loop) and a multiple of
-# every GEMV tile's loop step (configs.GEMV_MAX_STEP: the unmasked loop).
-GM, GN = (13, 4100) if DEVICE == "cuda" else (5, 37)
+# Rows over several row blocks (the last ragged), ragged columns, and K both ragged (masked
+# loop) and a multiple of every GEMV tile's loop step (configs.GEMV_MAX_STEP: unmasked).
+GM, GN = (37, 4100) if DEVICE == "cuda" else (19, 37)
 GEMV_KS = (2 * configs.GEMV_MAX_STEP + 45, 2 * configs.GEMV_MAX_STEP) if DEVICE == "cuda" \
     else (300, configs.GEMV_MAX_STEP)
 
@@ -283,10 +283,11 @@ def test_every_gemv_config(tile, k):
 
 
 @requires_kernels
-@pytest.mark.parametrize("m", [1, 2, gemv.MAX_M])
+@pytest.mark.parametrize("m", [1, 2, gemv.MAX_BM, 2 * gemv.MAX_BM + 3])
 def test_gemv_takes_any_strides_and_rows(m):
-    """Column-major A, row-major B and a sliced view: slower layouts, same answer; with the
-    untuned default config (the interpreter's, or TRITON_GEMM_AUTOTUNE=0)."""
+    """Column-major A, row-major B and a sliced view: slower layouts, same answer; one row
+    block or several (the last one ragged); with the untuned default config (the
+    interpreter's, or TRITON_GEMM_AUTOTUNE=0)."""
     k, n = (3000, 1000) if DEVICE == "cuda" else (200, 24)
     a = randn(k, m).t()
     b = randn(k, 2 * n)[:, ::2]
@@ -296,19 +297,17 @@ def test_gemv_takes_any_strides_and_rows(m):
 
 
 def test_gemv_refuses_what_it_cannot_run():
-    """More than MAX_M rows or 16-bit operands: an error naming the limit and the way out."""
-    for a, b in ((torch.empty(gemv.MAX_M + 1, 8), torch.empty(8, 4)),
-                 (torch.empty(2, 8, dtype=torch.float16), torch.empty(8, 4, dtype=torch.float16))):
-        out = torch.empty(a.shape[0], 4, dtype=a.dtype)
-        with pytest.raises(ValueError, match="at most 16 rows.*dispatch.run"):
-            gemv.matmul_2d(a, b, out)
+    """16-bit operands: an error naming what it takes and the way out."""
+    a, b = torch.empty(2, 8, dtype=torch.float16), torch.empty(8, 4, dtype=torch.float16)
+    with pytest.raises(ValueError, match="takes float32 operands.*dispatch.run"):
+        gemv.matmul_2d(a, b, torch.empty(2, 4, dtype=a.dtype))
 
 
 def test_gemv_default_config_by_rows():
     """Few rows take the narrow many-warp tile, more rows a wide one (configs.GEMV_TILES)."""
     names = {t[0] for t in configs.GEMV_TILES}
     few = configs.config_name(configs.gemv_default_config(1), "simt")
-    many = configs.config_name(configs.gemv_default_config(gemv.MAX_M), "simt")
+    many = configs.config_name(configs.gemv_default_config(gemv.MAX_BM), "simt")
     assert {few, many} <= names and few != many
     assert configs.GEMV_MAX_STEP % (configs.gemv_default_config(1).kwargs["BK"]) == 0
 

@@ -37,7 +37,7 @@ Single (unbatched) products with at most one 64x64 output tile per two SMs and a
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle. Skinny
 products against a wide K-major weight run transposed instead (C^T = B^T A^T, TRANSPOSED):
-the plain kernel's thin tiles stream the weight in one launch; at fp32 FMA (ieee) up to 16
+the plain kernel's thin tiles stream the weight in one launch; at fp32 FMA (ieee) up to 32
 rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K. On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
@@ -105,13 +105,16 @@ SKINNY_M = 64
 # 64x8192x8192 60.7 vs 74.7 (60.0); 16x28672x8192 170.0 vs 179.6 (179.0); 16x4096x4096 21.4
 # vs 23.9 (23.2); tf32 64x8192x8192 104.6 vs 124.2 (111.1). At N = 4096 the 32-row tile
 # makes 128 programs, about one per SM; narrower weights (fewer programs) keep split-K.
-# fp32 FMA (ieee) products of at most gemv.MAX_M rows against such a weight run on the GEMV
+# fp32 FMA (ieee) products of at most GEMV_MAX_M rows against such a weight run on the GEMV
 # kernel instead (kernels/gemv.py; GEMV): per-lane partial sums along K, registers reused
 # across rows and columns, one launch. tile_probe.py, H100, L2 flushed, us, as tuned (cuBLAS
 # SGEMM): 16x8192x8192 142.5 (154.9), 1x8192x8192 101.4 (122.7), 16x11008x4096 112.9
-# (111.6); split-K transposed, the best before it, 224.5 at 16x8192x8192. It needs no
-# alignment (scalar loads). 17+ rows keep split-K as given: the register tile does not fit.
+# (111.6); split-K transposed, the best before it, 224.5 at 16x8192x8192. Past 16 rows it
+# runs row blocks of 16: 32x8192x8192 246.0 against split-K as given 380.5 (212.1), but
+# 64x8192x8192 442.0 against 441.3 (213.2), so 64 rows keep split-K. It needs no alignment
+# (scalar loads).
 THIN_MIN_N = 4096
+GEMV_MAX_M = 32
 
 
 class Plan(NamedTuple):
@@ -125,7 +128,7 @@ class Plan(NamedTuple):
     core: tuple | None = None  # (rows, columns) the tiled kernel covers; the thin fringe
                                # of rows and columns past them runs on the split-K kernel
     transposed: bool = False  # run C^T = B^T A^T (a skinny product) on the plain kernel
-    gemv: bool = False        # run the GEMV kernel (fp32 FMA, up to gemv.MAX_M rows)
+    gemv: bool = False        # run the GEMV kernel (fp32 FMA, few rows)
 
     @property
     def copies(self) -> bool:
@@ -173,7 +176,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
                and (m <= SKINNY_M or 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= sms))
     k_major_weight = split_k and n >= THIN_MIN_N and sa[2] == 1 and sb[1] == 1
-    if k_major_weight and precision == "ieee" and m <= _gemv.MAX_M:
+    if k_major_weight and precision == "ieee" and m <= GEMV_MAX_M:
         return GEMV
     if (k_major_weight and m <= SKINNY_M and precision in ("half", "tf32")
             and a_ok and b_ok):

@@ -1,9 +1,11 @@
-"""GEMV-style fp32 FMA kernel for skinny products: C = A @ B with M = 1..16 rows, both
-operands K-contiguous (A row-major, B a K-major weight: a linear layer's x @ W^T).
+"""GEMV-style fp32 FMA kernel for skinny products: C = A @ B with few rows (dispatch sends
+up to 32), both operands K-contiguous (A row-major, B a K-major weight: a linear layer's
+x @ W^T).
 
-Each program owns BN output columns and all M rows and walks the whole K, one launch with
-no partials. Its accumulator is a (BK, BN, BM) register tensor: K across the lanes and warps
-(BK = 32 lanes x num_warps), the BN columns and BM rows in every thread's registers. A
+Each program owns BN output columns and a block of up to MAX_BM rows and walks the whole
+K, one launch with no partials. Its accumulator is a (BK, BN, BM) register tensor: K across
+the lanes and warps (BK = 32 lanes x num_warps), the BN columns and BM rows in every
+thread's registers. A
 K step is one scalar load of B per column and of A per row per thread, coalesced across
 the lanes, and BN x BM FMAs on them: every A value is reused BN times and every B value BM
 times straight from registers. The lanes' partial sums meet once, at the end (tl.sum over
@@ -30,10 +32,11 @@ from .common import (AUTOTUNE, INTERPRETER, epilogue_input, launch, make_tuners,
                      tuning_args)
 from .epilogue import apply_activation
 
-# Rows the kernel holds in registers: a BM x BN accumulator per thread (BM = M rounded up to
-# a power of two) takes 128 registers at BM = 16, BN = 8; the 8-column tiles took 253 in all
-# there (no spills). Wider products run on the tensor-core-free tiled kernels.
-MAX_M = 16
+# Rows one program holds in registers: a BM x BN accumulator per thread (BM = M rounded up
+# to a power of two, at most this) takes 128 registers at BM = 16, BN = 8; the 8-column
+# tiles took 253 in all there (no spills). More rows take several row blocks per column
+# block, each reading the same B columns (from L2 when they run together).
+MAX_BM = 16
 
 
 @triton.jit(do_not_specialize=["stride_ak", "stride_bk"])
@@ -50,11 +53,15 @@ def _gemv_kernel(
     """C[:, n0:n0 + BN] = act(alpha * A @ B[:, n0:n0 + BN] + beta * D) for program n0 / BN.
 
     A (M, K), B (K, N), C (M, N), D broadcast to C (any stride may be 0); any strides, fast
-    when A and B are K-contiguous. M <= BM. BK must be 32 x num_warps (one K position per
-    thread); EVEN_K: K is a multiple of BK * UNROLL (no K mask). Grid: (ceil(N / BN),).
+    when A and B are K-contiguous. BK must be 32 x num_warps (one K position per
+    thread); EVEN_K: K is a multiple of BK * UNROLL (no K mask). Grid: (ceil(N / BN) *
+    ceil(M / BM),).
     M_BUCKET..LAYOUT are only read by the autotuner's key."""
-    offs_n = tl.program_id(0) * BN + tl.arange(0, BN)
-    offs_m = tl.arange(0, BM)
+    # Row blocks fastest: the programs of one column block run together and share its B
+    # columns in L2.
+    m_blocks = tl.cdiv(M, BM)
+    offs_n = (tl.program_id(0) // m_blocks) * BN + tl.arange(0, BN)
+    offs_m = (tl.program_id(0) % m_blocks) * BM + tl.arange(0, BM)
     offs_k = tl.arange(0, BK)
     # (BK, BN, BM) index tensors; the loads broadcast A over the columns, B over the rows.
     n3 = offs_n[None, :, None]
@@ -92,9 +99,9 @@ _TUNED = make_tuners(_gemv_kernel, "gemv", {"simt": configs.gemv_configs()},
 
 
 def supports(a, b, out, d=None) -> bool:
-    """Whether operands can run here: at most MAX_M rows, fp32, element offsets below 2^31
-    (computed in int32)."""
-    return (a.shape[0] <= MAX_M and a.dtype == b.dtype == torch.float32
+    """Whether operands can run here: fp32, element offsets below 2^31 (computed in
+    int32)."""
+    return (a.dtype == b.dtype == torch.float32
             and not needs_int64(a, b, out, *(() if d is None else (d,))))
 
 
@@ -106,18 +113,19 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, activation=0, config=No
     m, k = a.shape
     n = b.shape[1]
     if not supports(a, b, out, d):
-        raise ValueError(f"the GEMV kernel takes float32 operands of at most {MAX_M} rows "
-                         f"below 2^31 elements, not {a.dtype} {tuple(a.shape)} @ "
-                         f"{b.dtype} {tuple(b.shape)}; use dispatch.run")
+        raise ValueError(f"the GEMV kernel takes float32 operands below 2^31 elements, not "
+                         f"{a.dtype} {tuple(a.shape)} @ {b.dtype} {tuple(b.shape)}; use "
+                         f"dispatch.run")
     if out.numel() == 0:
         return out
     has_d, d = epilogue_input(d, beta, out)
-    bm = max(triton.next_power_of_2(m), 1)
+    rows = max(triton.next_power_of_2(m), 1)
+    bm = min(rows, MAX_BM)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.gemv_default_config(m)
-    # Keyed on BM itself, not the usual bucket (at least 16): the best column count per
-    # program falls as rows grow (configs.GEMV_TILES).
-    tuning = (bm, *tuning_args(m, n, k, a, b)[1:])
+    # Keyed on M rounded up to a power of two, not the usual bucket (at least 16): the best
+    # column count per program falls as rows grow (configs.GEMV_TILES).
+    tuning = (rows, *tuning_args(m, n, k, a, b)[1:])
     args = (a, b, out, d, m, n, k, *a.stride(), *b.stride(), *out.stride(), *d.stride(),
             float(alpha), float(beta), *tuning)
     # EVEN_K must hold for every config the tuner may try: BK * UNROLL divides the
@@ -126,7 +134,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, activation=0, config=No
     meta = dict(HAS_D=has_d, ACTIVATION=activation, EVEN_K=even_k, BM=bm)
 
     def grid(meta_):
-        return (triton.cdiv(n, meta_["BN"]),)
+        return (triton.cdiv(n, meta_["BN"]) * triton.cdiv(m, bm),)
 
     key = (*tuning, has_d, activation, even_k, a.dtype, b.dtype)
     launch(_gemv_kernel, _TUNED, grid, args, meta, config, "simt", key)
