@@ -5,7 +5,6 @@ import torch
 
 from conftest import CASE_IDS, CASES, DEVICE, randn, requires_kernels
 from triton_gemm import configs, dispatch, last_config
-from triton_gemm.kernels import gemv
 from triton_gemm.kernels import persistent as _persistent
 from triton_gemm.tolerances import assert_close, rel_error
 
@@ -437,8 +436,8 @@ def test_split_k_for_few_output_tiles_and_long_k():
 def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
     """M <= SKINNY_M rows against a K-major weight of at least THIN_MIN_N columns, both
     operands K-contiguous: C^T = B^T A^T on the plain kernel (16-bit, tf32; aligned), or the
-    GEMV kernel (ieee, up to GEMV_MAX_M rows, any alignment). Every other skinny product keeps
-    split-K as given."""
+    GEMV kernel (ieee and tf32x3, up to GEMV_MAX_M rows, any alignment). Every other skinny
+    product keeps split-K as given."""
     sms = 132
 
     def plan(m, n, k, precision="half", a_layout="row", b_layout="col", dtype=torch.float16,
@@ -451,15 +450,18 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
         assert plan(m, n, 8192) == dispatch.TRANSPOSED, (m, n)
     assert plan(16, 8192, 8192, dtype=torch.bfloat16) == dispatch.TRANSPOSED
     assert plan(16, 8192, 8192, "tf32", dtype=torch.float32) == dispatch.TRANSPOSED
-    ieee_rows = dispatch.GEMV_MAX_M
+    ieee_rows = dispatch.GEMV_MAX_M["ieee"]
     for m, n, k in [(1, 8192, 8192), (ieee_rows, 8192, 8192), (ieee_rows, 8192, 8184),
                     (ieee_rows, dispatch.THIN_MIN_N, dispatch.SPLITK_MIN_K)]:
         assert plan(m, n, k, "ieee", dtype=torch.float32) == dispatch.GEMV, (m, n, k)
+    tf32x3_rows = dispatch.GEMV_MAX_M["tf32x3"]
+    assert plan(tf32x3_rows, 8192, 8192, "tf32x3", dtype=torch.float32) == dispatch.GEMV
     split = [plan(16, dispatch.THIN_MIN_N - 16, 8192),         # a narrower weight
              plan(16, 8192, 8192, b_layout="row"),             # N-contiguous weight
              plan(16, 8192, 8192, a_layout="col"),             # M-contiguous A
              plan(16, 8192, 8184),                              # K no multiple of ALIGN
              plan(16, 8192, 8192, "tf32x3", dtype=torch.float32),
+             plan(tf32x3_rows + 1, 8192, 8192, "tf32x3", dtype=torch.float32),
              plan(ieee_rows + 1, 8192, 8192, "ieee", dtype=torch.float32),
              plan(ieee_rows, 8192, 8192, "ieee", b_layout="row", dtype=torch.float32),
              plan(ieee_rows, dispatch.THIN_MIN_N - 16, 8192, "ieee", dtype=torch.float32)]

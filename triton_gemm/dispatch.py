@@ -105,16 +105,20 @@ SKINNY_M = 64
 # 64x8192x8192 60.7 vs 74.7 (60.0); 16x28672x8192 170.0 vs 179.6 (179.0); 16x4096x4096 21.4
 # vs 23.9 (23.2); tf32 64x8192x8192 104.6 vs 124.2 (111.1). At N = 4096 the 32-row tile
 # makes 128 programs, about one per SM; narrower weights (fewer programs) keep split-K.
-# fp32 FMA (ieee) products of at most GEMV_MAX_M rows against such a weight run on the GEMV
-# kernel instead (kernels/gemv.py; GEMV): per-lane partial sums along K, registers reused
-# across rows and columns, one launch. tile_probe.py, H100, L2 flushed, us, as tuned (cuBLAS
+# fp32 FMA (ieee) products of at most 32 rows against such a weight run on the GEMV kernel
+# instead (kernels/gemv.py; GEMV): per-lane partial sums along K, registers reused across
+# rows and columns, one launch. tile_probe.py, H100, L2 flushed, us, as tuned (cuBLAS
 # SGEMM): 16x8192x8192 142.5 (154.9), 1x8192x8192 101.4 (122.7), 16x11008x4096 112.9
 # (111.6); split-K transposed, the best before it, 224.5 at 16x8192x8192. Past 16 rows it
 # runs row blocks of 16: 32x8192x8192 246.0 against split-K as given 380.5 (212.1), but
 # 64x8192x8192 442.0 against 441.3 (213.2), so 64 rows keep split-K. It needs no alignment
-# (scalar loads).
+# (scalar loads). tf32x3 products of up to 2 rows take it too: exact fp32 FMA, no less
+# accurate, and faster there than tf32x3 on split-K (report, H100, eager, us: 1 and 2 rows
+# x 8192 x 8192 101.8 and 102.0 against 113.5 and 112.3; 4 rows 111.7 against 112.8, 8 rows
+# 120.8 against 113.7).
 THIN_MIN_N = 4096
-GEMV_MAX_M = 32
+# Most rows the GEMV kernel takes, per precision (above).
+GEMV_MAX_M = {"ieee": 32, "tf32x3": 2}
 
 
 class Plan(NamedTuple):
@@ -176,7 +180,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
                and (m <= SKINNY_M or 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= sms))
     k_major_weight = split_k and n >= THIN_MIN_N and sa[2] == 1 and sb[1] == 1
-    if k_major_weight and precision == "ieee" and m <= GEMV_MAX_M:
+    if k_major_weight and m <= GEMV_MAX_M.get(precision, 0):
         return GEMV
     if (k_major_weight and m <= SKINNY_M and precision in ("half", "tf32")
             and a_ok and b_ok):
