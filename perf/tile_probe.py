@@ -211,10 +211,12 @@ def main(argv=None) -> int:
     parser.add_argument("--gemv", action="append", default=None, metavar="BN,WARPS,UNROLL",
                         help="GEMV tiles to try instead of configs.GEMV_TILES (ieee)")
     args = parser.parse_args(argv)
-    tiles = None
-    split_tiles = [tuple(int(v) for v in spec.split(",")) for spec in args.splitk or ()]
-    if args.persistent:
-        tiles = [tuple(int(v) for v in spec.split(",")) for spec in args.persistent]
+
+    def specs(values):
+        """Comma-separated integer tiles, or None when none were given."""
+        return [tuple(int(v) for v in spec.split(",")) for spec in values or ()] or None
+    tiles = specs(args.persistent)
+    if tiles:
         tiles = [(*t[:5], bool(t[5]), *(bool(v) for v in t[6:])) for t in tiles]
     if not torch.cuda.is_available():
         print("tile_probe.py needs a CUDA GPU", file=sys.stderr)
@@ -222,9 +224,8 @@ def main(argv=None) -> int:
     for spec in args.case:
         m, n, k, *layout = spec.split(",")
         probe(Case(int(m), int(n), int(k), layout[0] if layout else "nn"), args.precision,
-              set(args.only.split(",")), tiles, split_tiles or None,
-              [tuple(int(v) for v in spec.split(",")) for spec in args.plain or ()] or None,
-              [tuple(int(v) for v in spec.split(",")) for spec in args.gemv or ()] or None)
+              set(args.only.split(",")), tiles, specs(args.splitk), specs(args.plain),
+              specs(args.gemv))
     return 0
 
 

@@ -202,17 +202,16 @@ _SPLITK_HALF_TILES = (
 )
 _SPLITK_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st)
                            for name, bm, bn, bk, split, w, st in _SPLITK_HALF_TILES)
-# The GEMV kernel (kernels/gemv.py), fp32 FMA skinny products of up to 16 rows against a
-# K-major weight: (name, BN columns per program, num_warps, UNROLL K steps per iteration);
-# BK = 32 lanes x num_warps. Few rows want narrow programs with many warps; 8 and 16 rows
-# want 1-4 warps, 4-8 columns, and 2-8 steps in flight. Timings swing by up to 20% between
-# neighbouring tiles and with K's mask (the same tile launched directly with and without
-# it: 8x8192x8192 BN 4 w1 u4 109.6 vs 122.4 us, 16x8192x8192 BN 8 w1 u2 151.7 vs 142.7),
-# so the tuner picks among these. perf/tile_probe.py --only gemv, H100, K-major weight, L2
-# flushed, us (cuBLAS SGEMM): 1x8192x8192 g_2_w8_u4 100.8 (122.7); 4x8192x8192 g_2_w8_u4
-# 110.8 (174.0); 8x8192x8192 g_8_w4_u4 122.5 (174.3); 16x8192x8192 g_8_w1_u2 142.0,
-# g_8_w2_u2 147.6, g_4_w1_u8 148.3 (154.9); 16x11008x4096 g_4_w1_u8 112.7, g_8_w2_u2 118.3
-# (111.6).
+# The GEMV kernel (kernels/gemv.py), fp32 FMA skinny products (dispatch.GEMV_MAX_M rows, in blocks
+# of up to 16) against a K-major weight: (name, BN columns per program, num_warps, UNROLL K steps
+# per iteration); BK = 32 lanes x num_warps. Few rows want narrow programs with many warps; 8 and 16
+# rows want 1-4 warps, 4-8 columns, and 2-8 steps in flight. Timings swing by up to 20% between
+# neighbouring tiles and with K's mask (the same tile launched directly with and without it:
+# 8x8192x8192 BN 4 w1 u4 109.6 vs 122.4 us, 16x8192x8192 BN 8 w1 u2 151.7 vs 142.7), so the tuner
+# picks among these. perf/tile_probe.py --only gemv, H100, K-major weight, L2 flushed, us (cuBLAS
+# SGEMM): 1x8192x8192 g_2_w8_u4 100.8 (122.7); 4x8192x8192 g_2_w8_u4 110.8 (174.0); 8x8192x8192
+# g_8_w4_u4 122.5 (174.3); 16x8192x8192 g_8_w1_u2 142.0, g_8_w2_u2 147.6, g_4_w1_u8 148.3 (154.9);
+# 16x11008x4096 g_4_w1_u8 112.7, g_8_w2_u2 118.3 (111.6).
 GEMV_TILES = (
     ("g_2_w8_u4", 2, 8, 4),
     ("g_4_w1_u4", 4, 1, 4),
@@ -315,9 +314,7 @@ def persistent_config(bm, bn, bk, warps, stages, subtile, warp_specialize=False)
 def splitk_tiles(family: str) -> tuple:
     if family not in FAMILIES:
         raise ValueError(f"unknown config family {family!r}; expected one of {FAMILIES}")
-    if family == "half":
-        return _SPLITK_HALF_TILES
-    return _SPLITK_WORD_TILES
+    return _SPLITK_HALF_TILES if family == "half" else _SPLITK_WORD_TILES
 
 
 def _splitk_config(bm, bn, bk, split, warps, stages) -> triton.Config:
