@@ -10,7 +10,8 @@ direct (the persistent kernel on unpadded operands, where TMA takes their rows),
 those two with its thin fringe on the split-K kernel (_fringe_rows, _fringe_cols, _fringe_both:
 dispatch._fringe_core), for tf32x3
 k_major_persistent (K-major copies, split in the K loop) and split_tf32 (staged tf32
-halves, three tf32 dots), and, for
+halves, three tf32 dots), for ieee a_m_major, b_n_major, a_m_b_n_major and
+padded_a_m_major (copies laid out for fp32 FMA dots: A M-major, B row-major), and, for
 outputs TMA cannot store, padded_workspace (TMA-stored into an aligned buffer, then
 copied). Each is checked against float64 on a NaN-poisoned output before it is timed
 (median of triton.testing.do_bench, L2 flushed, copies included). GPU only.
@@ -46,6 +47,13 @@ def candidate_plans(a, b, precision: str) -> dict:
     direct = dispatch._tma_direct(a, b, fp32_tc)
     if direct is not None:
         plans["direct"] = dispatch.Plan(False, *direct, persistent=True)
+    if precision == "ieee":
+        # fp32 FMA: an M-major copy of A, a row-major copy of B (dispatch.FMA_STAGE_A_MIN).
+        plans["a_m_major"] = dispatch.Plan(False, False, False, a_m_major=True)
+        plans["b_n_major"] = dispatch.Plan(False, False, False, b_n_major=True)
+        plans["a_m_b_n_major"] = dispatch.Plan(False, False, False, a_m_major=True,
+                                               b_n_major=True)
+        plans["padded_a_m_major"] = dispatch.Plan(True, False, False, a_m_major=True)
     if precision == "tf32x3":
         # K-major copies on the persistent kernel, split by tl.dot in the K loop, against
         # halves staged once (dispatch.SPLIT_TF32).

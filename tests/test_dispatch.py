@@ -18,10 +18,36 @@ def _ops(m, n, k, a_layout="row", b_layout="row", dtype=torch.float32, device="c
 
 
 def test_aligned_operands_run_as_given():
-    for precision in ("ieee", "tf32", "half"):
+    for precision in ("tf32", "half"):
         assert dispatch.plan(*_ops(4096, 4096, 4096, "row", "col"), precision) == dispatch.PLAIN
     assert dispatch.plan(*_ops(4096, 4096, 4096), "half") == dispatch.PLAIN
-    assert dispatch.plan(*_ops(4096, 4096, 4096), "ieee") == dispatch.PLAIN
+    assert dispatch.plan(*_ops(4096, 4096, 4096, "col", "row"), "ieee") == dispatch.PLAIN
+
+
+def test_fp32_fma_operands_are_staged_m_major_a_and_row_major_b():
+    """ieee: A copied M-major from FMA_STAGE_A_MIN rows and columns, a K-major B copied
+    row-major from FMA_STAGE_B_MIN_M rows; neither below, nor where split-K or GEMV run."""
+    big, rows = dispatch.FMA_STAGE_A_MIN, dispatch.FMA_STAGE_B_MIN_M
+    a_m = dispatch.Plan(False, False, False, a_m_major=True)
+    b_n = dispatch.Plan(False, False, False, b_n_major=True)
+    assert dispatch.plan(*_ops(big, big, 512), "ieee") == a_m
+    assert dispatch.plan(*_ops(big - 16, big, 512), "ieee") == dispatch.PLAIN
+    assert dispatch.plan(*_ops(big, big - 16, 512), "ieee") == dispatch.PLAIN
+    assert dispatch.plan(*_ops(big, big, 512, "row", "col"), "ieee") == \
+        a_m._replace(b_n_major=True)
+    assert dispatch.plan(*_ops(rows, 4096, 512, "row", "col"), "ieee") == b_n
+    assert dispatch.plan(*_ops(rows - 16, 4096, 512, "row", "col"), "ieee") == dispatch.PLAIN
+    # Layouts the FMA dot reads well are left alone; other precisions are unaffected.
+    assert dispatch.plan(*_ops(big, big, 512, "col", "row"), "ieee") == dispatch.PLAIN
+    assert dispatch.plan(*_ops(big, big, 512, "row", "col"), "tf32") == dispatch.PLAIN
+    assert dispatch.plan(*_ops(big, big, 512, "row", "col"), "half") == dispatch.PLAIN
+    # Split-K (few tiles, long K) and GEMV read the operands as given.
+    assert dispatch.plan(*_ops(rows, 256, 8192, "row", "col"), "ieee", 132).split_k
+    assert not dispatch.plan(*_ops(rows, 256, 8192, "row", "col"), "ieee", 132).b_n_major
+    assert dispatch.plan(*_ops(16, 8192, 8192, "row", "col"), "ieee", 132) == dispatch.GEMV
+    # Padded copies of A are M-major at any size, and B's padded copy is row-major anyway.
+    assert dispatch.plan(*_ops(100, 100, 100), "ieee") == \
+        dispatch.Plan(True, False, False, a_m_major=True)
 
 
 def test_unaligned_sizes_are_padded_when_large():
@@ -37,7 +63,9 @@ def test_unaligned_sizes_are_padded_when_large():
 @pytest.mark.parametrize("dtype,plan", [
     (torch.float16, dispatch.Plan(True, False, False)),
     (torch.float32, dispatch.Plan(True, True, True)),
-    (torch.float32, dispatch.SPLIT_TF32)], ids=["fp16-pad", "fp32-pad-k-major", "fp32-halves"])
+    (torch.float32, dispatch.SPLIT_TF32),
+    (torch.float32, dispatch.Plan(True, False, False, a_m_major=True))],
+    ids=["fp16-pad", "fp32-pad-k-major", "fp32-halves", "fp32-pad-m-major"])
 def test_padded_copies_have_cache_line_rows(dtype, plan):
     """Every row of a padded copy starts on a 128-byte line (the TMA boxes' rows then do),
     the operand sits in its top-left corner and the padding is zero."""
@@ -72,7 +100,10 @@ PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
          dispatch.Plan(False, True, True), dispatch.Plan(False, False, True),
          dispatch.Plan(True, True, True, True), dispatch.Plan(False, True, True, True),
          dispatch.Plan(True, True, False, True), dispatch.Plan(False, False, False, False, True),
-         dispatch.Plan(True, True, True, False, True), dispatch.TRANSPOSED, dispatch.GEMV]
+         dispatch.Plan(True, True, True, False, True), dispatch.TRANSPOSED, dispatch.GEMV,
+         dispatch.Plan(True, False, False, a_m_major=True),
+         dispatch.Plan(False, False, False, a_m_major=True, b_n_major=True),
+         dispatch.Plan(False, False, False, b_n_major=True)]
 
 
 @requires_kernels
@@ -100,6 +131,21 @@ def test_single_product_plans_refuse_a_batch(plan):
     a, b = torch.ones(2, 4, 8), torch.ones(2, 8, 4)
     with pytest.raises(ValueError, match="single products, not a batch of 2"):
         dispatch.run(a, b, torch.empty(2, 4, 4), precision="ieee", force=plan)
+
+
+@pytest.mark.parametrize("plan", [
+    dispatch.Plan(False, False, False, True, a_m_major=True),
+    dispatch.Plan(False, False, False, split_k=True, b_n_major=True),
+    dispatch.Plan(False, True, False, a_m_major=True),
+    dispatch.Plan(False, False, True, b_n_major=True),
+    dispatch.Plan(False, False, False, transposed=True, b_n_major=True)],
+    ids=["persistent", "split-k", "a-both-layouts", "b-both-layouts", "transposed"])
+def test_fma_layout_copies_refuse_other_kernels(plan):
+    """M-major A and row-major B copies are for the plain kernel; a plan that also asks
+    for another kernel or for K-major copies of the same operand is refused."""
+    a, b = torch.ones(1, 4, 8), torch.ones(1, 8, 4)
+    with pytest.raises(ValueError, match="fp32 FMA dots"):
+        dispatch.run(a, b, torch.empty(1, 4, 4), precision="ieee", force=plan)
 
 
 @requires_kernels

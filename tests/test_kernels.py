@@ -65,6 +65,22 @@ def test_output_strides_are_respected():
     assert base[:, 1::2].isnan().all()
 
 
+@requires_kernels
+def test_rows_of_a_past_the_output_are_not_used():
+    """An M-major A with more rows than the output (a padded copy): only the first M rows
+    count, edge tiles read the rows past M (here NaN) without storing them, and every
+    output element is written. Every SIMT tile, so each has ragged edge tiles."""
+    a = torch.full((1, K, M + 37), float("nan"), device=DEVICE).transpose(1, 2)
+    a[:, :M] = randn(1, M, K)
+    b = randn(1, K, N)
+    ref = torch.matmul(a[:, :M].double(), b.double())
+    for tile in configs.tiles("simt"):
+        out = poisoned(1, M, N, dtype=torch.float32)
+        kernel.matmul_3d(a, b, out, precision="ieee",
+                         config=configs.configs("simt")[configs.tiles("simt").index(tile)])
+        assert_close(out, ref, torch.float32, "ieee", tile[0])
+
+
 def test_layout_code_and_int64_check():
     a = torch.empty(1, 8, 4)
     b = torch.empty(1, 4, 6)

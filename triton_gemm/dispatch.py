@@ -10,6 +10,9 @@ Two facts measured on the H100 (4096^3, tutorial-style Triton kernel) decide thi
 * fp32 operands on tensor cores (tf32, tf32x3): wgmma reads 32-bit operands only in
   K-major layout; with row-major B, tf32 ran 142 TFLOPS against 308 for K-major B
   (tf32x3: 56 against 96). A K-major copy of B costs one read and write of B.
+* fp32 FMA (ieee) wants the opposite: an M-major A and a row-major B (outer products).
+  With a K-major B it ran 0.48x cuBLAS SGEMM at 4096^3 against 0.84x row-major, and an
+  M-major A took row-major B from 0.84x to 0.93x (FMA_STAGE_A_MIN).
 
 Each copy costs about 2 * bytes / 3 TB/s; the thresholds below keep copies to problems
 large enough to repay them. TMA needs only 16-byte rows, not 16 elements: on Hopper a single
@@ -73,6 +76,26 @@ PAD_MIN_MN = 64
 # saved (2MNK * (1/142 - 1/308) / 1e12 s) is M ~ 350.
 STAGE_MIN = 512
 
+# fp32 FMA dots (ieee, the plain kernel) run fastest on an M-contiguous A and an
+# N-contiguous B: each K step is an outer product of a column of A and a row of B, which
+# the dot then reads from shared memory as vectors. A row-major A (a K-major B) is read
+# across its rows. A copy of A costs 8 * M * K bytes at ~2.7 TB/s, and A is re-read by
+# every column of tiles. perf/plans.py, H100, L2 flushed, ieee, us (cuBLAS SGEMM in the
+# same run), operands as given against staged (copies included; best tile for 1000^3 and
+# 3000^3, see configs.bucket):
+#   A: 4096^3 nn 3133 -> 2872 (2667), 8192^3 24190 -> 22495 (21133), 6144^3 10150 -> 9513
+#   (9078), 2048^3 404.5 -> 375.3 (343.7); 1024^3 60.7 against 94.5 staged (64.1): so at
+#   FMA_STAGE_A_MIN rows and columns and up. A padded copy is made M-major at any size
+#   (4097^3 3488 -> 3172, cuBLAS 3113; 4096^3 with padded strides 3232 -> 2923, 2905;
+#   1000^3 best tile 62.9 -> 55.0, 63.2; 3000^3 padded strides 1261 -> 1153, 1240).
+#   B, K-major (a linear layer's weight): 128x4096x4096 nt 370.9 -> 179.3 (104.4),
+#   128x11008x4096 786.6 -> 442.1 (243.5), 512x4096x4096 781.6 -> 453.2 (349.5), both
+#   staged 2048x11008x4096 7830 -> 3946 (4036), 8192x4096x4096 11151 -> 5776 (5408). The
+#   copy of B costs 8 * K * N bytes against 2 * M * N * K FLOPs at 24.7 TFLOPS instead of 45:
+#   break-even near 75 rows, so from FMA_STAGE_B_MIN_M (fewer rows and K >= 1024 run on
+#   split-K or GEMV, which read B as given).
+FMA_STAGE_A_MIN = 2048
+FMA_STAGE_B_MIN_M = 128
 
 # The persistent kernel keeps every SM busy only with at least one tile per SM; below that
 # the plain kernel's grid is no smaller and skips the tile loop.
@@ -133,10 +156,13 @@ class Plan(NamedTuple):
                                # of rows and columns past them runs on the split-K kernel
     transposed: bool = False  # run C^T = B^T A^T (a skinny product) on the plain kernel
     gemv: bool = False        # run the GEMV kernel (fp32 FMA, few rows)
+    a_m_major: bool = False   # stage A M-contiguous (column-major) for fp32 FMA dots
+    b_n_major: bool = False   # stage B N-contiguous (row-major) for fp32 FMA dots
 
     @property
     def copies(self) -> bool:
-        return self.pad or self.a_k_major or self.b_k_major or self.split_tf32
+        return (self.pad or self.a_k_major or self.b_k_major or self.a_m_major
+                or self.b_n_major or self.split_tf32)
 
 
 PLAIN = Plan(False, False, False)
@@ -211,7 +237,11 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # as they are, at any tile count, instead of padded copies; fp32 operands TMA cannot
         # take as given get their (unpadded) K-major copies.
         return Plan(False, *direct, persistent=True, core=core)
-    return Plan(pad, a_k_major, b_k_major, persistent, split_k, core=core)
+    fma_plain = precision == "ieee" and not split_k
+    a_m_major = fma_plain and (pad or (sa[1] != 1 and min(m, n) >= FMA_STAGE_A_MIN))
+    b_n_major = fma_plain and not pad and sb[2] != 1 and m >= FMA_STAGE_B_MIN_M
+    return Plan(pad, a_k_major, b_k_major, persistent, split_k, core=core,
+                a_m_major=a_m_major, b_n_major=b_n_major)
 
 
 # The persistent kernel's tiles are whole multiples of FRINGE_TILE rows and columns; on large
@@ -323,9 +353,11 @@ def padded_extent(x: int, element_size: int) -> int:
 
 
 def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = None):
-    """Copies of A (B, M, Kp) row-major and B (B, Kp, Np), K-major if p.b_k_major, with
-    zeroed padding. Operands the plan leaves alone come back as they are. A split_tf32
-    plan returns (A hi, B hi, (A lo, B lo)) instead, B K-major. Kp and Np: padded_extent.
+    """Copies of A (B, M, Kp) row-major, or (B, Mp, Kp) M-major if p.a_m_major (Mp:
+    padded_extent; the plain kernel reads the zero rows past M, not wrapped ones), and B
+    (B, Kp, Np), K-major if p.b_k_major, else row-major, with zeroed padding. Operands the
+    plan leaves alone come back as they are. A split_tf32 plan returns (A hi, B hi, (A lo,
+    B lo)) instead, B K-major. Kp and Np: padded_extent.
     strip_from (a single product whose plan copies A): A's copy also computes the partial
     products of A with B's columns from strip_from on, returned third (copy.
     padded_copy_with_strip)."""
@@ -341,9 +373,12 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
     partials = None
     if strip_from is not None:
         a, partials = padded_copy_with_strip(a, (batch, m, kp), b[0, :, strip_from:])
+    elif p.a_m_major:
+        mp = padded_extent(m, a.element_size())
+        a = padded_copy(a.transpose(1, 2), (batch, kp, mp)).transpose(1, 2)
     elif p.pad or p.a_k_major:
         a = padded_copy(a, (batch, m, kp))
-    if p.pad or p.b_k_major:
+    if p.pad or p.b_k_major or p.b_n_major:
         if p.b_k_major:
             b = padded_copy(b.transpose(1, 2), (batch, np_, kp)).transpose(1, 2)
         else:
@@ -365,6 +400,10 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     if p.split_tf32 and (precision != "tf32x3" or a.dtype != torch.float32):
         raise ValueError(f"a split_tf32 plan runs float32 operands at precision 'tf32x3', "
                          f"not {a.dtype} at {precision!r}")
+    if (p.a_m_major or p.b_n_major) and (p.persistent or p.split_k or p.gemv or p.transposed
+                                          or p.a_k_major or p.b_k_major):
+        raise ValueError(f"M-major A and N-major B copies feed the plain kernel's fp32 FMA "
+                         f"dots; {p} runs another kernel or stages K-major copies")
     if p.core is not None and (p.split_tf32 or p.split_k or p.gemv):
         raise ValueError(f"a plan with a core runs single products on the tiled kernels, "
                          f"not {p}")

@@ -15,7 +15,7 @@ from .epilogue import apply_activation
 @triton.jit
 def _matmul_kernel(
     a_ptr, b_ptr, c_ptr, d_ptr,
-    M, N, K, NB,
+    M, N, K, MA, NB,
     stride_ab, stride_am, stride_ak,
     stride_bb, stride_bk, stride_bn,
     stride_cb, stride_cm, stride_cn,
@@ -28,9 +28,10 @@ def _matmul_kernel(
 ):
     """One BM x BN tile of C[batch] = alpha * A[batch] @ B[batch] (+ beta * D[batch]).
 
-    A: (batch, M, K), B: (batch, K, NB) of which the first N columns are used (NB > N
-    when B is a zero-padded copy: edge tiles then read the padding, not wrapped columns,
-    so B's column offsets keep their alignment), C: (batch, M, N), D broadcast to C's shape
+    A: (batch, MA, K) of which the first M rows are used, B: (batch, K, NB) of which the
+    first N columns are used (MA > M, NB > N when an operand is a zero-padded copy: edge
+    tiles then read the padding, not wrapped rows or columns, so offsets along a
+    contiguous M or N keep their alignment), C: (batch, M, N), D broadcast to C's shape
     (any stride may be 0); all with arbitrary element strides. Grid: (batch * ceil(M/BM) *
     ceil(N/BN),). Accumulates in fp32; PRECISION is tl.dot's input_precision ("ieee",
     "tf32", "tf32x3"; ignored for 16-bit operands). UPCAST converts bf16 operands to
@@ -63,7 +64,7 @@ def _matmul_kernel(
         offs_k = offs_k.to(tl.int64)
     # Rows/columns past the edge read a valid row/column instead (wrapped), so only K needs
     # a load mask; their results are never stored.
-    rows_a = offs_m % M
+    rows_a = offs_m % MA
     cols_b = offs_n % NB
     batch64 = batch.to(tl.int64)
     a_ptrs = (a_ptr + batch64 * stride_ab + rows_a[:, None] * stride_am
@@ -102,16 +103,16 @@ _TUNED = make_tuners(_matmul_kernel, "matmul",
 
 def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
               config=None):
-    """Launch on 3-D operands: out[i] = alpha * a[i] @ b[i, :, :N] + beta * d[i].
+    """Launch on 3-D operands: out[i] = alpha * a[i, :M] @ b[i, :, :N] + beta * d[i].
 
-    a: (B, M, K), b: (B, K, NB), out: (B, M, N) with NB >= N, on one device, same dtype;
-    d None or broadcastable to out by strides (expanded views, stride 0 allowed). precision is a
-    resolved name ("ieee", "tf32", "tf32x3"; any for 16-bit operands). activation: an
-    epilogue.ACTIVATIONS code applied to the result. config pins a
-    triton.Config instead of autotuning (tests pin every config this way). Returns out.
+    a: (B, MA, K), b: (B, K, NB), out: (B, M, N) with MA >= M, NB >= N, on one device,
+    same dtype; d None or broadcastable to out by strides (expanded views, stride 0
+    allowed). precision is a resolved name ("ieee", "tf32", "tf32x3"; any for 16-bit
+    operands). activation: an epilogue.ACTIVATIONS code applied to the result. config pins
+    a triton.Config instead of autotuning (tests pin every config this way). Returns out.
     """
-    batch, m, k = a.shape
-    n, nb = out.shape[2], b.shape[2]
+    batch, ma, k = a.shape
+    m, n, nb = out.shape[1], out.shape[2], b.shape[2]
     if out.numel() == 0:
         return out
     has_d, d = epilogue_input(d, beta, out)
@@ -119,7 +120,7 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     int64 = needs_int64(a, b, out, d)
     tuning = tuning_args(m, n, k, a, b)
     args = (
-        a, b, out, d, m, n, k, nb,
+        a, b, out, d, m, n, k, ma, nb,
         *a.stride(), *b.stride(), *out.stride(), *d.stride(),
         float(alpha), float(beta), *tuning,
     )
