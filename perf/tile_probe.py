@@ -71,15 +71,17 @@ BK_DIVISOR = {"fp16": 1, "bf16": 1, "tf32": 2, "tf32x3": 4, "ieee": 1}
 # capped 3451 / 27203; 128x128x16 s4 3450 / 27363, capped 3703 / 29190; 128x256x16 3303 /
 # 26297; 64x128x16 w4 capped 3616 / 27991. BK 8 does not compile (tl.dot needs K >= 16).
 SIMT_PLAIN = [(128, 128, 32, 8, 3), (128, 128, 32, 8, 3, 128), (128, 128, 16, 8, 4, 128),
-              (128, 128, 16, 8, 4), (128, 256, 16, 8, 3), (64, 128, 16, 4, 4, 128)]
+              (128, 128, 16, 8, 4), (128, 256, 16, 8, 3), (64, 128, 16, 4, 4, 128),
+              (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (64, 64, 32, 4, 3)]
 
 
 def candidates(precision: str, persistent=None, halves=None, splitk=None,
-               plain=None, gemv=None) -> list[tuple[str, str, callable]]:
+               plain=None, gemv=None, fma_staged=None) -> list[tuple[str, str, callable]]:
     """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent, splitk,
     plain, gemv: tiles replacing PERSISTENT, SPLITK, PLAIN, configs.GEMV_TILES). tf32x3:
     persistent split configs only, on halves ((A hi, A lo), (B hi, B lo)) staged by
-    dispatch.stage; ieee: SIMT_PLAIN, the GEMV configs and the split-K tiles given."""
+    dispatch.stage; ieee: SIMT_PLAIN, the GEMV configs and the split-K tiles given, the
+    SIMT tiles on fma_staged (3-D A, B) where given: the copies the library's plan makes."""
     word = BK_DIVISOR[precision]
     prec = LIBRARY_PRECISION[precision]
     out = []
@@ -90,7 +92,8 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
             out.append(("plain", f"{bm}x{bn}x{bk} w{w} s{st}"
                                  f"{f' r{maxnreg[0]}' if maxnreg else ''}",
                         lambda a, b, c, cfg=cfg: plain_kernel.matmul_3d(
-                            a[None], b[None], c[None], precision=prec, config=cfg)[0]))
+                            *(fma_staged or (a[None], b[None])), c[None], precision=prec,
+                            config=cfg)[0]))
         for cfg in ([configs._gemv_config(*t) for t in gemv] if gemv
                     else configs.gemv_configs()):
             out.append(("gemv", configs.config_name(cfg, "simt"),
@@ -177,8 +180,17 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
         halves = stage()
         us = triton.testing.do_bench(stage, return_mode="median") * 1e3
         print(f"  {'staging the halves':40s} {us:8.1f} us")
-    runs += [r for r in candidates(precision, persistent, halves, splitk, plain, gemv)
-             if r[0] in kinds]
+    fma_staged = None
+    plan = (dispatch.plan(a[None], b[None], "ieee", *persistent_kernel.gpu_sms(a.device))
+            if precision == "ieee" else dispatch.PLAIN)
+    if "plain" in kinds and plan.copies and not plan.split_k:
+        # The SIMT tiles on the copies the library makes for them (M-major A, row-major B).
+        fma_staged = dispatch.stage(a[None], b[None], plan)
+        us = triton.testing.do_bench(lambda: dispatch.stage(a[None], b[None], plan),
+                                     return_mode="median") * 1e3
+        print(f"  {'staging ' + str(plan):40s} {us:8.1f} us")
+    runs += [r for r in candidates(precision, persistent, halves, splitk, plain, gemv,
+                                   fma_staged) if r[0] in kinds]
     for kind, label, fn in runs:
         timed = show(f"{kind} {label}", fn)
         if timed is not None:

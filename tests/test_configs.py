@@ -89,8 +89,9 @@ def test_no_other_tile_has_a_thin_tiles_shape():
             assert is_thin == (tile[0] in thin), (family, tile)
 
 
-@pytest.mark.parametrize("n,expected", [(0, 16), (1, 16), (16, 16), (17, 32), (4096, 4096),
-                                        (4097, 8192)])
+@pytest.mark.parametrize("n,expected", [(0, 16), (1, 16), (16, 16), (17, 32), (1000, 1024),
+                                        (1024, 1024), (1025, 1280), (2048, 2048),
+                                        (3000, 3072), (4096, 4096), (4097, 5120)])
 def test_bucket(n, expected):
     assert configs.bucket(n) == expected
 

@@ -448,13 +448,28 @@ def config_name(config: triton.Config, family: str) -> str:
     return f"BM{kw['BM']}_BN{kw['BN']}_BK{kw['BK']}_w{config.num_warps}_s{config.num_stages}"
 
 
+# Above this, buckets step by an eighth of the next power of two (four per octave): a
+# tile's wave count on the GPU changes within an octave. perf/tile_probe.py --precision
+# ieee (SIMT tiles on the library's M-major copy of A), H100, padded strides, us:
+# s_128x256x16 best at 4096^3 (2837), but 1701 at 3000^3 against 1153 for s_64x64x32
+# (288 tiles of 128x256: 2.2 waves of one per SM), and 3000 shared 4096's key and choice.
+BUCKET_FINE_FROM = 1024
+
+
 def bucket(n: int) -> int:
-    """Tuning-key bucket of a dimension: the next power of two, at least 16.
+    """Tuning-key bucket of a dimension: the next power of two, at least 16; above
+    BUCKET_FINE_FROM the next multiple of an eighth of that power (3000 -> 3072).
 
     Sizes in one bucket share a tuned config, so a new batch size or a ragged M does not
     force a re-tune."""
-    n = int(n)
-    return 16 if n <= 16 else 1 << (n - 1).bit_length()  # pure Python: this is per call
+    n = int(n)  # pure Python: this is per call
+    if n <= 16:
+        return 16
+    top = 1 << (n - 1).bit_length()
+    if top <= BUCKET_FINE_FROM:
+        return top
+    step = top // 8
+    return -(-n // step) * step
 
 
 @functools.lru_cache(maxsize=None)
