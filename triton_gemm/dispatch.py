@@ -84,7 +84,7 @@ STAGE_MIN = 512
 # same run), operands as given against staged (copies included; best tile for 1000^3 and
 # 3000^3, see configs.bucket):
 #   A: 4096^3 nn 3133 -> 2872 (2667), 8192^3 24190 -> 22495 (21133), 6144^3 10150 -> 9513
-#   (9078), 2048^3 404.5 -> 375.3 (343.7); 1024^3 60.7 against 94.5 staged (64.1): so at
+#   (9078), 2048^3 404.5 -> 375.3 (343.7); 1024^3 60.6 against 94.5 staged (63.9): so at
 #   FMA_STAGE_A_MIN rows and columns and up. A padded copy is made M-major at any size
 #   (4097^3 3488 -> 3172, cuBLAS 3113; 4096^3 with padded strides 3232 -> 2923, 2905;
 #   1000^3 best tile 62.9 -> 55.0, 63.2; 3000^3 padded strides 1261 -> 1153, 1240).
