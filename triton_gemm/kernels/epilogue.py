@@ -32,6 +32,15 @@ def apply_activation(x, ACTIVATION: tl.constexpr):
     return x
 
 
+@triton.jit
+def finish(acc, d_ptrs, mask, beta, HAS_D: tl.constexpr, ACTIVATION: tl.constexpr):
+    """The epilogue every kernel shares: act(acc + beta * D) for an fp32 tile acc (alpha
+    already applied), D read at d_ptrs under mask when HAS_D."""
+    if HAS_D:
+        acc += beta * tl.load(d_ptrs, mask=mask, other=0.0).to(tl.float32)
+    return apply_activation(acc, ACTIVATION)
+
+
 def derivative(name: str, z: torch.Tensor) -> torch.Tensor:
     """d activation / dz at the pre-activation z (computed in fp32)."""
     z = z.float()

@@ -30,7 +30,7 @@ import triton.language as tl
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, epilogue_input, launch, make_tuners, needs_int64,
                      tuning_args)
-from .epilogue import apply_activation
+from .epilogue import finish
 
 # Rows one program holds in registers: a BM x BN accumulator per thread (BM = M rounded up
 # to a power of two, at most this) takes 128 registers at BM = 16, BN = 8; the 8-column
@@ -86,10 +86,7 @@ def _gemv_kernel(
     n2 = offs_n[:, None]
     m2 = offs_m[None, :]
     inside = (n2 < N) & (m2 < M)
-    if HAS_D:
-        d = tl.load(d_ptr + m2 * stride_dm + n2 * stride_dn, mask=inside, other=0.0)
-        c += beta * d.to(tl.float32)
-    c = apply_activation(c, ACTIVATION)
+    c = finish(c, d_ptr + m2 * stride_dm + n2 * stride_dn, inside, beta, HAS_D, ACTIVATION)
     tl.store(c_ptr + m2 * stride_cm + n2 * stride_cn, c.to(c_ptr.dtype.element_ty),
              mask=inside)
 

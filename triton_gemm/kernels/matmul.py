@@ -9,7 +9,7 @@ import triton.language as tl
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch, make_tuners,
                      needs_int64, tuning_args)
-from .epilogue import apply_activation
+from .epilogue import finish
 
 
 @triton.jit
@@ -86,11 +86,8 @@ def _matmul_kernel(
 
     acc = acc * alpha
     c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    if HAS_D:
-        d_ptrs = (d_ptr + batch64 * stride_db + offs_m[:, None] * stride_dm
-                  + offs_n[None, :] * stride_dn)
-        acc += beta * tl.load(d_ptrs, mask=c_mask, other=0.0).to(tl.float32)
-    acc = apply_activation(acc, ACTIVATION)
+    d_ptrs = d_ptr + batch64 * stride_db + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn
+    acc = finish(acc, d_ptrs, c_mask, beta, HAS_D, ACTIVATION)
     c_ptrs = (c_ptr + batch64 * stride_cb + offs_m[:, None] * stride_cm
               + offs_n[None, :] * stride_cn)
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)

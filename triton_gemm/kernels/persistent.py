@@ -20,7 +20,7 @@ import triton.language as tl
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dot_precision, ensure_allocator, epilogue_input,
                      launch, make_tuners, tuning_args)
-from .epilogue import apply_activation
+from .epilogue import finish
 
 # TMA requires 16-byte aligned base addresses and row strides.
 TMA_ALIGN_BYTES = 16
@@ -133,10 +133,8 @@ def _persistent_kernel(
         offs_m = off_m + tl.arange(0, BM)
         offs_n = off_n + tl.arange(0, BN)
         inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-        if HAS_D:
-            d_ptrs = d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn
-            acc += beta * tl.load(d_ptrs, mask=inside, other=0.0).to(tl.float32)
-        acc = apply_activation(acc, ACTIVATION)
+        acc = finish(acc, d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn,
+                     inside, beta, HAS_D, ACTIVATION)
         if not C_TMA:
             c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
             tl.store(c_ptrs, acc.to(dtype), mask=inside)

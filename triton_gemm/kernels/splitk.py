@@ -19,7 +19,7 @@ import triton.language as tl
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch, make_tuners,
                      needs_int64, run_kernel, tuning_args, workspace)
-from .epilogue import apply_activation
+from .epilogue import finish
 
 
 @triton.jit
@@ -96,10 +96,8 @@ def _splitk_reduce_kernel(
     acc = tl.sum(w, axis=0) * alpha
     rows = offs // N
     cols = offs % N
-    if HAS_D:
-        d = tl.load(d_ptr + rows * stride_dm + cols * stride_dn, mask=inside, other=0.0)
-        acc += beta * d.to(tl.float32)
-    acc = apply_activation(acc, ACTIVATION)
+    acc = finish(acc, d_ptr + rows * stride_dm + cols * stride_dn, inside, beta, HAS_D,
+                 ACTIVATION)
     tl.store(c_ptr + rows * stride_cm + cols * stride_cn, acc.to(c_ptr.dtype.element_ty),
              mask=inside)
 
