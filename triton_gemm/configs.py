@@ -451,7 +451,7 @@ def config_name(config: triton.Config, family: str) -> str:
 # Above this, buckets step by an eighth of the next power of two (four per octave): a
 # tile's wave count on the GPU changes within an octave. perf/tile_probe.py --precision
 # ieee (SIMT tiles on the library's M-major copy of A), H100, padded strides, us:
-# s_128x256x16 best at 4096^3 (2837), but 1701 at 3000^3 against 1153 for s_64x64x32
+# s_128x256x16 best at 4096^3 (2837), but 1689 at 3000^3 against 1153 for s_64x64x32
 # (288 tiles of 128x256: 2.2 waves of one per SM), and 3000 shared 4096's key and choice.
 BUCKET_FINE_FROM = 1024
 

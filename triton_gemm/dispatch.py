@@ -80,8 +80,9 @@ STAGE_MIN = 512
 # N-contiguous B: each K step is an outer product of a column of A and a row of B, which
 # the dot then reads from shared memory as vectors. A row-major A (a K-major B) is read
 # across its rows. A copy of A costs 8 * M * K bytes at ~2.7 TB/s, and A is re-read by
-# every column of tiles. perf/plans.py, H100, L2 flushed, ieee, us (cuBLAS SGEMM in the
-# same run), operands as given against staged (copies included; best tile for 1000^3 and
+# every column of tiles. H100, dispatch.run with forced plans timed as perf/plans.py times
+# them (its a_m_major/b_n_major paths), L2 flushed, ieee, us (cuBLAS SGEMM in the same
+# run), operands as given against staged (copies included; best tile for 1000^3 and
 # 3000^3, see configs.bucket):
 #   A: 4096^3 nn 3133 -> 2872 (2667), 8192^3 24190 -> 22495 (21133), 6144^3 10150 -> 9513
 #   (9078), 2048^3 404.5 -> 375.3 (343.7); 1024^3 60.6 against 94.5 staged (63.9): so at

@@ -1,4 +1,5 @@
-"""Activations fused into the GEMM epilogue, and their derivatives for autograd.
+"""The GEMM epilogue every kernel shares (beta * D, fused activation; finish), and the
+activations' derivatives for autograd.
 
 Names follow torch: "relu", "gelu" (exact, erf), "gelu_tanh" (approximate="tanh"),
 "silu". The kernels take the activation as a constexpr code."""
