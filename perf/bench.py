@@ -80,8 +80,9 @@ def rel_error(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
     return ((out.double() - ref).norm() / ref.norm()).item()
 
 
-def time_ms(fn: Callable, operand_sets, on_gpu: bool) -> float:
-    """Median milliseconds of fn(a, b), rotating through the operand sets."""
+def time_ms(fn: Callable, operand_sets, on_gpu: bool, rep_ms: float = 100) -> float:
+    """Median milliseconds of fn(a, b), rotating through the operand sets; rep_ms: the
+    milliseconds do_bench spends timing (after 25 of warm-up)."""
     state = {"i": 0}
 
     def call():
@@ -93,7 +94,7 @@ def time_ms(fn: Callable, operand_sets, on_gpu: bool) -> float:
         import triton.testing
         call()  # compile / tune / build outside the timed region
         torch.cuda.synchronize()
-        return triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median")
+        return triton.testing.do_bench(call, warmup=25, rep=rep_ms, return_mode="median")
     samples = []
     for _ in range(3):
         start = time.perf_counter()

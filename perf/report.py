@@ -6,10 +6,11 @@
 
 On a CUDA GPU: every cuda_ref ladder step, triton_gemm at each precision (ieee, tf32,
 tf32x3, fp16, bf16) and cuBLAS (torch.matmul with TF32 on only for tf32) in the same run;
-median time (triton.testing.do_bench), TFLOPS = 2MNK/t, ratio to cuBLAS, % of the device's
+median time (triton.testing.do_bench; the median of ROUNDS rounds that take every
+implementation of a shape in turn), TFLOPS = 2MNK/t, ratio to cuBLAS, % of the device's
 peak, % of the memory floor (operands read and output written once at the copy bandwidth
-measured in the run), relative error against float64. Written to perf/results/<gpu>/ as report.csv,
-report.md, ladder.png and sizes.png.
+measured in the run), relative error against float64. Written to perf/results/<gpu>/ as
+report.csv, report.md, ladder.png and sizes.png.
 
 Without a GPU: the Triton kernels run in Triton's CPU interpreter on a few tiny shapes and
 the report shows their error; its times are interpreter times, not GPU figures.
@@ -21,6 +22,7 @@ import argparse
 import datetime
 import os
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -127,11 +129,24 @@ def _meta() -> dict:
             "mode": "gpu" if ON_GPU else "cpu-interpreter"}
 
 
+# Timing rounds per (shape, implementation). One do_bench median of a kernel moved by up to
+# 10% within a minute on the H100 (five back-to-back measurements, each after the other
+# side's: cuBLAS tf32 4096^3 344-385 us, fp16 8192^3 1601-1773 us; triton_gemm tf32 4096^3
+# 420-485 us), enough to turn 0.9x into 1.03x when the two sides of a ratio were timed once
+# each, seconds apart (the report of 2026-11-22 had cuBLAS tf32 4096^3 at 443 us). So every
+# implementation of a shape is timed once per round, round after round, each round with a
+# ROUNDS-th of do_bench's timing budget, and a row keeps the median of its rounds: both sides
+# of a ratio sample the same stretch of time. time_spread: (slowest - fastest) / median.
+ROUNDS = 5
+REP_MS = 100  # do_bench's timing budget per row, shared by its rounds
+
+
 def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
-        progress=True) -> pd.DataFrame:
+        progress=True, rounds=ROUNDS) -> pd.DataFrame:
     """Measure every (case, impl) pair; one row each. time_ms: eager calls (host launch
-    cost included where it exceeds the GPU time); graph_ms: the same calls replayed from a
-    CUDA graph (GPU time only), for the implementations in bench.GRAPH_IMPLS."""
+    cost included where it exceeds the GPU time), the median of `rounds` interleaved
+    rounds (ROUNDS); graph_ms: the same calls replayed from a CUDA graph (GPU time only),
+    for the implementations in bench.GRAPH_IMPLS."""
     meta = _meta()
     # The memory floor's bandwidth, measured once per run (so floors and times share a run).
     copy_bps = bench.copy_bandwidth() if on_gpu else float("nan")
@@ -144,39 +159,52 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
         bar = tqdm(total=len(pairs), desc="benchmark", unit="run", file=sys.stderr)
     rows = []
     for case in cases:
-        operands = {}
+        operands, checked = {}, []
         for impl in (i for i in impls if case.layout in i.layouts):
-            if bar:
-                bar.set_postfix_str(f"{case.label} {impl.name} {impl.precision}")
             if impl.operands not in operands:
-                sets = bench.make_operands(case, bench.DTYPES[impl.operands], device, l2)
-                a, b = sets[0]
-                operands[impl.operands] = (sets, a.double() @ b.double())
-            sets, ref = operands[impl.operands]
+                operands[impl.operands] = bench.make_operands(
+                    case, bench.DTYPES[impl.operands], device, l2)
+            sets = operands[impl.operands]
+            a, b = sets[0]
             with bench.cublas_precision(impl.precision):
-                a, b = sets[0]
-                out = impl.fn(a, b)
-                err = ((out.double() - ref).norm() / ref.norm()).item()
-                ms = time_fn(impl.fn, sets, on_gpu)
+                out = impl.fn(a, b)  # compiles and tunes outside the timed rounds
+            ref = a.double() @ b.double()
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            del out, ref
+            checked.append((impl, sets, err))
+        times = [[] for _ in checked]
+        configs = [""] * len(checked)
+        for _ in range(rounds):
+            for i, (impl, sets, _) in enumerate(checked):
+                if bar:
+                    bar.set_postfix_str(f"{case.label} {impl.name} {impl.precision}")
+                with bench.cublas_precision(impl.precision):
+                    times[i].append(time_fn(impl.fn, sets, on_gpu, REP_MS / rounds))
+                if impl.name == "triton":
+                    configs[i] = triton_gemm.last_config()
+        for (impl, sets, err), samples, config in zip(checked, times, configs, strict=True):
+            with bench.cublas_precision(impl.precision):
                 graph = (graph_fn(impl.fn, sets) if on_gpu and impl.name in bench.GRAPH_IMPLS
                          else float("nan"))
+            ms = statistics.median(samples)
             dtype = bench.DTYPES[impl.precision]
             elem_bytes = torch.finfo(bench.DTYPES[impl.operands]).bits // 8
             rows.append({
                 "shape": case.label, "M": case.m, "N": case.n, "K": case.k,
                 "layout": case.layout, "impl": impl.name, "precision": impl.precision,
                 "time_ms": ms, "graph_ms": graph,
+                "time_spread": (max(samples) - min(samples)) / ms,
                 "floor_ms": bench.min_bytes(case, elem_bytes) / copy_bps * 1e3,
                 "copy_tbps": copy_bps / 1e12,
                 "tflops": bench.tflops(case.m, case.n, case.k, ms) if on_gpu else float("nan"),
                 "rel_error": err,
-                "config": triton_gemm.last_config() if impl.name == "triton" else "",
+                "config": config,
                 "error_ok": err <= tolerance(dtype, impl.precision if dtype == torch.float32
                                              else None),
                 **meta})
             if bar:
                 bar.update()
-        del operands
+        del operands, checked
     if bar:
         bar.close()
     return tables.add_derived(pd.DataFrame(rows))
@@ -214,7 +242,9 @@ def main(argv=None) -> int:
     if not impls:
         print("nothing to run for this --impl/--precision on this machine", file=sys.stderr)
         return 2
-    return _write_report(run(cases, impls, on_gpu=ON_GPU), args.out)
+    # The interpreter's times are no GPU figures: one round there.
+    return _write_report(run(cases, impls, on_gpu=ON_GPU, rounds=ROUNDS if ON_GPU else 1),
+                         args.out)
 
 
 def _write_report(df: pd.DataFrame, out: Path | None) -> int:

@@ -67,7 +67,7 @@ def test_report_writer_with_fake_timing(tmp_path, monkeypatch):
     fake_ms = {"cublas": 1.0, "triton": 0.5, "naive": 4.0}
     calls = []
 
-    def fake_time(fn, sets, on_gpu):
+    def fake_time(fn, sets, on_gpu, rep_ms=100):
         calls.append(fn)
         return fake_ms[impls[(len(calls) - 1) % len(impls)].name]
 
@@ -140,3 +140,29 @@ def test_interpreter_mode_smoke(tmp_path):
     df = pd.read_csv(tmp_path / "report.csv")
     assert set(df.impl) == {"triton"} and df.error_ok.all()
     assert (df["mode"] == "cpu-interpreter").all()
+
+
+def test_rounds_interleave_implementations_and_keep_the_median(monkeypatch):
+    """Each round times every implementation of a shape once, in turn; a row keeps the
+    median of its rounds and their spread, so both sides of a ratio share the same drift."""
+    import perf.report as report
+    impls = [bench.Impl("cublas", "ieee", torch.matmul, suites.LAYOUTS, "ieee"),
+             bench.Impl("triton", "ieee", torch.mm, suites.LAYOUTS, "ieee")]
+    clock = {"cublas": iter([1.0, 3.0, 2.0]), "triton": iter([4.0, 2.0, 1.0])}
+    order = []
+
+    def fake_time(fn, sets, on_gpu, rep_ms):
+        name = "cublas" if fn is torch.matmul else "triton"
+        order.append((name, rep_ms))
+        return next(clock[name])
+
+    monkeypatch.setattr(bench, "make_operands", lambda case, dtype, device, l2=0:
+                        [(torch.randn(8, 8), torch.randn(8, 8))])
+    df = report.run([suites.Case(64, 64, 64)], impls, on_gpu=False, time_fn=fake_time,
+                    progress=False, rounds=3)
+    assert [name for name, _ in order] == ["cublas", "triton"] * 3
+    assert all(rep == report.REP_MS / 3 for _, rep in order)
+    rows = df.set_index("impl")
+    assert rows.time_ms.to_dict() == {"cublas": 2.0, "triton": 2.0}
+    assert rows.time_spread.to_dict() == {"cublas": 1.0, "triton": 1.5}
+    assert rows.vs_cublas["triton"] == 1.0
