@@ -101,8 +101,11 @@ def main(argv=None) -> None:
         ("torch.empty", lambda: torch.empty(1, m, n, device="cuda", dtype=dtype)),
         ("triton_gemm.matmul", lambda: triton_gemm.matmul(a, b)),
         ("ops.gemm (custom op)", lambda: ops.gemm(a3, b3, None, 1.0, 0.0, prec, "none")),
-        ("ops.gemm_impl", lambda: ops.gemm_impl(a3, b3, None, 1.0, 0.0, prec, "none")),
+        ("ops.gemm_impl (2-D, as matmul)", lambda: ops.gemm_impl(a, b, None, 1.0, 0.0, prec)),
+        ("ops.gemm_impl (batch of 1)", lambda: ops.gemm_impl(a3, b3, None, 1.0, 0.0, prec)),
         ("launch_cache.run (replay)", lambda: launch_cache.run(a3, b3, out, precision=prec)),
+        ("torch.nn.functional.linear", lambda: torch.nn.functional.linear(a, w.detach())),
+        ("triton_gemm.linear, no grad", lambda: triton_gemm.linear(a, w.detach())),
         ("dispatch.run", lambda: dispatch.run(a3, b3, out, precision=prec)),
         ("plain kernel, pinned config", lambda: plain.matmul_3d(
             a3, b3, out, precision=prec, config=configs.default_config(family))),

@@ -179,3 +179,41 @@ def test_fringe_plans_replay_with_their_strips():
         assert_close(out[:, :, 4096:], ref[:, :, 4096:], torch.float16, what="column strip")
         assert_close(out, ref, torch.float16, what="4097^3")
     assert launch_cache.stats["replayed"] - replayed == 1
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_single_products_run_on_2d_operands(bias):
+    """A 2-D call (what mm, matmul and linear pass when nothing records) returns its own
+    2-D output, with D broadcast from a bias vector; planned through dispatch on batch
+    views of the same memory."""
+    a, b = randn(40, 24), randn(24, 32)
+    d = randn(32) if bias else None
+    out = torch.full((40, 32), float("nan"), device=a.device)
+    got = launch_cache.run(a, b, out, d, alpha=1.0, beta=1.0 if bias else 0.0,
+                           precision="ieee")
+    assert got is out
+    ref = a.double() @ b.double() + (d.double() if bias else 0)
+    assert_close(out, ref, torch.float32, "ieee", "2-D call")
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_2d_calls_replay_and_match_float64(dtype):
+    """mm, matmul and linear without autograd run on 2-D tensors: the second call of each
+    signature (new operands) is a replay, for the plain, split-K and persistent paths and
+    a bias epilogue, and every output matches float64."""
+    import triton_gemm
+    precision = None if dtype == torch.float16 else "ieee"
+    shapes = [(96, 80, 72), (16, 256, 2048), (2048, 2048, 512)]
+    launch_cache.clear()
+    replayed = launch_cache.stats["replayed"]
+    for _ in range(2):
+        for m, n, k in shapes:
+            a, b = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)
+            assert_close(triton_gemm.mm(a, b, precision=precision), a.double() @ b.double(),
+                         dtype, precision, f"mm {m}x{n}x{k}")
+        x, w = randn(3, 40, 64, dtype=dtype), randn(48, 64, dtype=dtype)
+        bias = randn(48, dtype=dtype)
+        assert_close(triton_gemm.linear(x, w, bias, precision=precision),
+                     x.double() @ w.double().T + bias.double(), dtype, precision, "linear")
+    assert launch_cache.stats["replayed"] - replayed == len(shapes) + 1

@@ -60,10 +60,12 @@ def signature(a, b, out, d, alpha, beta, precision, activation, device) -> tuple
 
 def run(a, b, out, d=None, *, alpha: float = 1.0, beta: float = 0.0, precision: str = "ieee",
         activation: int = 0) -> torch.Tensor:
-    """dispatch.run(a, b, out, d, ...) by replay when this signature was recorded."""
+    """dispatch.run(a, b, out, d, ...) by replay when this signature was recorded.
+
+    a, b, out: (B, M, K), (B, K, N), (B, M, N), or all three 2-D (one product; a replay
+    then needs no batch views, ~1 us of host time each); d broadcasts to out."""
     if not ENABLED or common.launch_hooks_set():
-        return dispatch.run(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
-                            activation=activation)
+        return _planned(a, b, out, d, alpha, beta, precision, activation)
     device = common.current_device()
     key = signature(a, b, out, d, alpha, beta, precision, activation, device)
     recipe = _recipes.get(key)
@@ -72,14 +74,22 @@ def run(a, b, out, d=None, *, alpha: float = 1.0, beta: float = 0.0, precision: 
         stats["replayed"] += 1
         return out
     with common.capture() as record:
-        dispatch.run(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
-                     activation=activation)
+        _planned(a, b, out, d, alpha, beta, precision, activation)
     stats["planned"] += 1
     recipe = _recipe(record, (a, b, out, d))
     if recipe is not None:
         if len(_recipes) >= MAX_ENTRIES:
             _recipes.clear()
         _recipes[key] = recipe
+    return out
+
+
+def _planned(a, b, out, d, alpha, beta, precision, activation) -> torch.Tensor:
+    """dispatch.run, on batch views of 2-D operands (the same addresses, so a record of
+    the call replays on the 2-D tensors)."""
+    batched = (a[None], b[None], out[None]) if a.dim() == 2 else (a, b, out)
+    dispatch.run(*batched, d, alpha=alpha, beta=beta, precision=precision,
+                 activation=activation)
     return out
 
 

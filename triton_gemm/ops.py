@@ -13,6 +13,7 @@ keeping it from the forward (no extra memory for activations).
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import torch
@@ -21,18 +22,25 @@ from . import launch_cache
 from .kernels.epilogue import ACTIVATIONS, derivative
 
 
+@functools.lru_cache(maxsize=None)
+def _several_gpus() -> bool:
+    return torch.cuda.is_available() and torch.cuda.device_count() > 1
+
+
 def gemm_impl(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha: float,
               beta: float, precision: str, activation: str = "none") -> torch.Tensor:
     """The operator's implementation, callable directly where neither autograd nor
-    torch.compile needs the operator (custom_op dispatch costs 10-40 us per call)."""
-    if a.is_cuda and a.device.index != torch.cuda.current_device():
+    torch.compile needs the operator (custom_op dispatch costs 10-40 us per call).
+    Also takes a single product as 2-D a (M, K), b (K, N) and d broadcasting to (M, N)
+    (direct())."""
+    if a.is_cuda and _several_gpus() and a.get_device() != torch.cuda.current_device():
         # Triton launches on the current device: run where the operands live.
         with torch.cuda.device(a.device):
             return gemm_impl(a, b, d, alpha, beta, precision, activation)
-    out = torch.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, device=a.device)
+    out = torch.empty((*a.shape[:-1], b.shape[-1]), dtype=a.dtype, device=a.device)
     if alpha == 0.0:
         # torch ignores the product (NaN included) when alpha is 0: run with K = 0.
-        a, b = a[:, :, :0], b[:, :0, :]
+        a, b = a[..., :0], b[..., :0, :]
     return launch_cache.run(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
                             activation=ACTIVATIONS[activation])
 
@@ -43,6 +51,13 @@ gemm = torch.library.custom_op("triton_gemm::gemm", mutates_args=())(gemm_impl)
 def _operator_only() -> bool:
     """torch.compile is tracing or torch.func transforms run: only the operator will do."""
     return torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
+
+
+def direct(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether a product of a and b (no D) may run on gemm_impl itself: torch.compile is
+    not tracing, no torch.func transform runs and autograd records nothing."""
+    return not (_operator_only()
+                or (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)))
 
 
 def _records(*tensors) -> bool:
@@ -120,13 +135,20 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     None or (N,) / ()). Where autograd records in eager mode, one autograd node
     (_EagerLinear) instead of the operator's node plus a node per reshape, transpose and
     expand: each node costs the autograd engine several microseconds per step."""
-    if not _operator_only() and _records(x, weight, bias):
+    if _operator_only():
+        return _linear(x, weight, bias, precision, activation, gemm)
+    if _records(x, weight, bias):
         return _EagerLinear.apply(x, weight, bias, precision, activation)
-    return _linear(x, weight, bias, precision, activation, apply)
+    return _linear(x, weight, bias, precision, activation, gemm_impl)
 
 
 def _linear(x, weight, bias, precision, activation, product):
     n, k = weight.shape
+    if product is gemm_impl:
+        # One product on 2-D views: no batch views to make (~1 us of host time each).
+        c = gemm_impl(x.reshape(-1, k), weight.t(), bias, 1.0,
+                      1.0 if bias is not None else 0.0, precision, activation)
+        return c.reshape(*x.shape[:-1], n)
     a = x.reshape(1, -1, k)
     d = None if bias is None else bias.expand(1, a.shape[1], n)
     c = product(a, weight.t().unsqueeze(0), d, 1.0, 1.0 if bias is not None else 0.0,
