@@ -56,13 +56,18 @@ def _operator_only() -> bool:
 def direct(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether a product of a and b (no D) may run on gemm_impl itself: torch.compile is
     not tracing, no torch.func transform runs and autograd records nothing."""
-    return not (_operator_only()
-                or (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)))
+    return not (_operator_only() or _records(a, b))
 
 
 def _records(*tensors) -> bool:
-    """Autograd will record an op on these tensors (None entries allowed)."""
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+    """Autograd will record an op on these tensors (None entries allowed). A plain loop:
+    it runs on every call, and a generator under any() costs more than the checks."""
+    if not torch.is_grad_enabled():
+        return False
+    for t in tensors:
+        if t is not None and t.requires_grad:
+            return True
+    return False
 
 
 def apply(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha: float,
