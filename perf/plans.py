@@ -14,7 +14,7 @@ halves, three tf32 dots), for ieee a_m_major, b_n_major, a_m_b_n_major and
 padded_a_m_major (copies laid out for fp32 FMA dots: A M-major, B row-major), and, for
 outputs TMA cannot store, padded_workspace (TMA-stored into an aligned buffer, then
 copied). Each is checked against float64 on a NaN-poisoned output before it is timed
-(median of triton.testing.do_bench, L2 flushed, copies included). GPU only.
+(median of bench.gpu_median_ms, L2 flushed, copies included). GPU only.
 """
 
 from __future__ import annotations
@@ -78,7 +78,6 @@ def candidate_plans(a, b, precision: str) -> dict:
 
 def measure(case: Case, precision: str, paths: set | None = None) -> list[dict]:
     """Rows of cuBLAS and each candidate path (paths: names to keep; None: all)."""
-    import triton.testing
     dtype = bench.DTYPES[precision]
     a, b = bench.make_operands(case, dtype, "cuda")[0]
     ref = a.double() @ b.double()
@@ -90,7 +89,7 @@ def measure(case: Case, precision: str, paths: set | None = None) -> list[dict]:
         out.fill_(float("nan"))
         fn()
         err = rel_error(out, ref)
-        ms = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+        ms = bench.gpu_median_ms(fn)
         rows.append({"case": case.label, "precision": precision, "path": name, "plan": plan,
                      "ms": ms, "tflops": bench.tflops(case.m, case.n, case.k, ms),
                      "rel_error": err, "ok": err <= tolerance(dtype, lib_precision)})

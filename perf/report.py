@@ -6,9 +6,9 @@
 
 On a CUDA GPU: every cuda_ref ladder step, triton_gemm at each precision (ieee, tf32,
 tf32x3, fp16, bf16) and cuBLAS (torch.matmul with TF32 on only for tf32) in the same run;
-median time (triton.testing.do_bench; the median of ROUNDS rounds that take every
-implementation of a shape in turn), TFLOPS = 2MNK/t, ratio to cuBLAS, % of the device's
-peak, % of the memory floor (operands read and output written once at the copy bandwidth
+median time (bench.gpu_median_ms: each call after an L2 flush that reads 256 MB; the median
+of ROUNDS rounds that take every implementation of a shape in turn), TFLOPS = 2MNK/t, ratio
+to cuBLAS, % of the device's peak, % of the memory floor (operands read and output written once at the copy bandwidth
 measured in the run), relative error against float64. Written to perf/results/<gpu>/ as
 report.csv, report.md, ladder.png and sizes.png.
 
@@ -135,10 +135,10 @@ def _meta() -> dict:
 # 420-485 us), enough to turn 0.9x into 1.03x when the two sides of a ratio were timed once
 # each, seconds apart (the report of 2026-11-22 had cuBLAS tf32 4096^3 at 443 us). So every
 # implementation of a shape is timed once per round, round after round, each round with a
-# ROUNDS-th of do_bench's timing budget, and a row keeps the median of its rounds: both sides
+# ROUNDS-th of the timing budget, and a row keeps the median of its rounds: both sides
 # of a ratio sample the same stretch of time. time_spread: (slowest - fastest) / median.
 ROUNDS = 5
-REP_MS = 100  # do_bench's timing budget per row, shared by its rounds
+REP_MS = 100  # timing budget per row (ms), shared by its rounds
 
 
 def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,

@@ -7,7 +7,7 @@ and the library's own choice: the measurement behind new tiles and dispatch thre
     python perf/tile_probe.py --case 16,8192,8192,nt --precision ieee --only gemv --gemv 8,2,2
 
 Each config is first checked against float64 on a NaN-poisoned output, then timed with
-triton.testing.do_bench (median, L2 flushed: operands come from memory, as in the report's
+bench.gpu_median_ms (median, L2 flushed: operands come from memory, as in the report's
 eager column). Prints microseconds, ratio to cuBLAS and the operand bytes per second, after
 the time torch.sum takes to read as many bytes under the same flush. GPU only.
 """
@@ -135,7 +135,6 @@ def _splitk_candidates(tiles, word: int, prec: str) -> list:
 
 def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
           plain=None, gemv=None) -> None:
-    import triton.testing
     dtype = bench.DTYPES[precision]
     a, b = bench.make_operands(case, dtype, "cuda")[0]
     m, n, k = case.m, case.n, case.k
@@ -146,7 +145,7 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
     # The floor under this timing: reading as many bytes as the operands hold after the
     # same L2 flush, by torch's sum (one pass, no writes).
     flat = torch.empty(nbytes // 4, device="cuda", dtype=torch.float32).normal_()
-    us = triton.testing.do_bench(flat.sum, warmup=25, rep=100, return_mode="median") * 1e3
+    us = bench.gpu_median_ms(flat.sum) * 1e3
     print(f"  {'reading the operand bytes (torch.sum)':40s} {us:8.1f} us        "
           f"{nbytes / us / 1e6:5.2f} TB/s")
     del flat
@@ -162,12 +161,11 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
         if not err <= tol:
             print(f"  {label:40s} WRONG: rel error {err:.1e} > {tol:.1e}")
             return None
-        us = triton.testing.do_bench(lambda: fn(a, b, c), warmup=25, rep=100,
-                                     return_mode="median") * 1e3
+        us = bench.gpu_median_ms(lambda: fn(a, b, c)) * 1e3
         return us, err
 
     with bench.cublas_precision(precision):
-        base = triton.testing.do_bench(lambda: a @ b, return_mode="median") * 1e3
+        base = bench.gpu_median_ms(lambda: a @ b) * 1e3
         print(f"  {'cublas':40s} {base:8.1f} us  1.00x  {nbytes / base / 1e6:5.2f} TB/s  "
               f"error {rel_error(a @ b, ref):.1e}")
     lib = None if precision in ("fp16", "bf16") else precision
@@ -178,7 +176,7 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
             a_hi, b_hi, (a_lo, b_lo) = dispatch.stage(a[None], b[None], dispatch.SPLIT_TF32)
             return (a_hi, a_lo), (b_hi, b_lo)
         halves = stage()
-        us = triton.testing.do_bench(stage, return_mode="median") * 1e3
+        us = bench.gpu_median_ms(stage) * 1e3
         print(f"  {'staging the halves':40s} {us:8.1f} us")
     fma_staged = None
     plan = (dispatch.plan(a[None], b[None], "ieee", *persistent_kernel.gpu_sms(a.device))
@@ -186,8 +184,7 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
     if "plain" in kinds and plan.copies and not plan.split_k:
         # The SIMT tiles on the copies the library makes for them (M-major A, row-major B).
         fma_staged = dispatch.stage(a[None], b[None], plan)
-        us = triton.testing.do_bench(lambda: dispatch.stage(a[None], b[None], plan),
-                                     return_mode="median") * 1e3
+        us = bench.gpu_median_ms(lambda: dispatch.stage(a[None], b[None], plan)) * 1e3
         print(f"  {'staging ' + str(plan):40s} {us:8.1f} us")
     runs += [r for r in candidates(precision, persistent, halves, splitk, plain, gemv,
                                    fma_staged) if r[0] in kinds]

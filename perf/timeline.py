@@ -1,14 +1,15 @@
 """Where an eager call's time goes on the GPU: the kernels of triton_gemm.matmul and of cuBLAS
-for one shape, timed as the report's eager column times them (each call after do_bench's L2
-flush), listed with their durations and the idle gaps between them. GPU only.
+for one shape, timed as the report's eager column times them (each call after an L2 flush that
+reads 256 MB, bench.gpu_median_ms), listed with their durations and the idle gaps between
+them. GPU only.
 
     python perf/timeline.py --shape 128,128,65536 --precision fp16
 
 A gap between the kernels of one call is host launch cost the GPU waited for; kernels
 slower here than in CUDA-graph replay (perf/report.py's GPU-time column) are paying for a
-cold L2, and for the dirty lines the flush leaves there. A third row reads as many bytes as
-the operands hold (torch.sum, one pass): the floor under this timing. `--flush read` empties
-L2 by reading the buffer instead, which leaves no dirty lines to write back.
+cold L2. A third row reads as many bytes as the operands hold (torch.sum, one pass): the floor
+under this timing. `--flush write` empties L2 as triton.testing.do_bench does, by writing the
+buffer, which leaves L2 full of dirty lines the timed kernels must write back.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def main(argv=None) -> int:
     parser.add_argument("--precision", default="fp16", choices=bench.PRECISIONS,
                         help="operand dtype and precision, as perf/report.py names them")
     parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--flush", default="write", choices=("write", "read"),
+    parser.add_argument("--flush", default="read", choices=("write", "read"),
                         help="empty L2 by writing a 256 MiB buffer (as do_bench) or reading it")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():

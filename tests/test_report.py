@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import INTERPRETED
+from conftest import INTERPRETED, gpu_only
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -166,3 +166,19 @@ def test_rounds_interleave_implementations_and_keep_the_median(monkeypatch):
     assert rows.time_ms.to_dict() == {"cublas": 2.0, "triton": 2.0}
     assert rows.time_spread.to_dict() == {"cublas": 1.0, "triton": 1.5}
     assert rows.vs_cublas["triton"] == 1.0
+
+
+@gpu_only
+def test_gpu_timing_flushes_more_than_l2_and_times_each_call():
+    """The eager timer's flush reads several times the L2 (so no operand survives it), and
+    it times one event pair per call: a call that sleeps ~50 us reads as about that."""
+    assert bench.FLUSH_BYTES >= 4 * torch.cuda.get_device_properties(0).L2_cache_size
+    calls = []
+
+    def sleep():
+        calls.append(1)
+        torch.cuda._sleep(100_000)  # cycles: ~50 us at the H100's 1.98 GHz
+
+    ms = bench.gpu_median_ms(sleep, rep_ms=5, warmup_ms=1)
+    assert 0.02 < ms < 0.5
+    assert len(calls) >= 5 + 1 + 5  # sizing calls, warm-up, at least 5 timed
