@@ -305,6 +305,21 @@ def persistent_configs(family: str) -> list[triton.Config]:
     return [persistent_config(*t[1:]) for t in persistent_tiles(family)]
 
 
+# Families the stream-K kernel records its configs under: "streamk_" + persistent family.
+STREAMK_PREFIX = "streamk_"
+
+
+def streamk_configs(family: str) -> list[triton.Config]:
+    """The stream-K kernel's configs: the persistent family's, without warp specialisation
+    (kernels/streamk.py waits on flags between tiles; not combined with it)."""
+    return [persistent_config(*t[1:]) for t in persistent_tiles(family)
+            if not (len(t) > 7 and t[7])]
+
+
+def streamk_default_config(family: str) -> triton.Config:
+    return persistent_default_config(family)
+
+
 def persistent_config(bm, bn, bk, warps, stages, subtile, warp_specialize=False):
     return triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": GROUP_M,
                           "EPILOGUE_SUBTILE": subtile, "WARP_SPECIALIZE": warp_specialize},
@@ -423,6 +438,8 @@ def default_config(family: str, n: int | None = None) -> triton.Config:
 def config_name(config: triton.Config, family: str) -> str:
     """The table name of a config, e.g. 'h_128x256x64'."""
     kw = config.kwargs
+    if family.startswith(STREAMK_PREFIX):  # a persistent tile run by the stream-K kernel
+        return "sk_" + config_name(config, family[len(STREAMK_PREFIX):])
     if "UNROLL" in kw:
         for name, bn, warps, unroll in GEMV_TILES:
             if (bn, warps, unroll) == (kw["BN"], config.num_warps, kw["UNROLL"]):

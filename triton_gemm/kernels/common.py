@@ -199,6 +199,24 @@ def workspace(shape: tuple, dtype: torch.dtype, device) -> torch.Tensor:
     return t
 
 
+_flag_buffers: dict = {}  # (device, stream) -> int32 zeros
+
+
+def flags(count: int, device) -> torch.Tensor:
+    """count int32 zeros for a kernel that leaves them zero (kernels/streamk.py's handover
+    flags), kept across calls so no launch pays for zeroing them: one buffer per device and
+    stream, as launches on one stream never overlap. A launch that takes it is not replayed
+    by launch_cache (the buffer is neither an operand nor a workspace)."""
+    device = torch.device(device)
+    stream = None if INTERPRETER or device.type != "cuda" else \
+        torch.cuda.current_stream(device).cuda_stream
+    key = (device, stream)
+    buffer = _flag_buffers.get(key)
+    if buffer is None or buffer.numel() < count:
+        buffer = _flag_buffers[key] = torch.zeros(count, dtype=torch.int32, device=device)
+    return buffer
+
+
 def current_device() -> int:
     return _driver.active.get_current_device()
 

@@ -1,0 +1,249 @@
+"""Stream-K GEMM for Hopper: the persistent TMA kernel's tiles, with the tiles that do not
+fill a whole wave of programs shared out by K steps so every SM gets the same work.
+
+One program per SM. The tiles that make whole waves run as in kernels/persistent.py (data
+parallel); the remaining tiles' K steps, laid end to end, are cut into one contiguous
+range per program. A tile whose steps span several programs is finished by the program
+holding its last step: the others each write their fp32 partial tile to a workspace slot
+of their own and raise a flag; the finisher waits for the flags, adds the partials in
+order of K (a fixed order: bitwise reproducible results) and runs the epilogue. Each
+program first works on the last tile its range touches (the partial it hands on, where the
+range ends inside a tile), then on the others from the start of its range, so the
+partials it waits for were the first work of programs with lower ids: no program
+waits on one that is itself waiting, and the Triton interpreter, which runs programs one
+after another in id order, never waits at all. Waiting needs every program resident at
+once: the grid is at most one program per SM, as for the persistent kernel. Flags are left
+zero by the finisher (reset as it reads them), so one zeroed buffer serves every launch on
+a stream (common.flags).
+
+Why: a product with fewer tiles than SMs, or a last wave of few tiles, leaves SMs idle:
+1000^3 fp16 makes 64 tiles of 128x128 on the H100's 132 SMs, and runs at 0.72x cuBLAS on
+the persistent kernel (perf/report.py).
+
+Not dispatched: measured slower than the persistent kernel where it was meant to help. H100,
+us, L2 flushed by a read (graph replay in brackets), the same tile on both kernels,
+persistent against stream-K: 1000^3 fp16 128x128x64 16.5 [12.4] against 23.8 [18.8] (cuBLAS
+11.2); 4096^3 fp16 128x256x64 188.6 against 200.0 (cuBLAS 179.7); 128x4096x11008 nt fp16
+64x64x128 44.5 against 50.5. Faster only with tiles too large for the shape or at 8192^3:
+fp16 128x256x64 1617 [1625] against 1506 [1689] (cuBLAS 1604), tf32 4096^3 nt 128x256x32
+366 against 363. The shared (stream-K) steps run slower per step than whole tiles (a first
+version walking them in a while loop and this one, a flattened loop, ran 1000^3 alike);
+why is not settled: the pipelining of loops with variable bounds is the first suspect.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import configs
+from .common import (AUTOTUNE, INTERPRETER, dot_precision, ensure_allocator, epilogue_input,
+                     flags, launch, make_tuners, tuning_args, workspace)
+from .epilogue import finish
+from .persistent import _b_k_major, _num_sms, _tma_ok
+
+# Config families: the persistent kernel's 16-bit and tf32 tiles (configs.streamk_configs).
+STREAMK_FAMILIES = ("half", "half_mid", "tf32")
+
+
+@triton.jit
+def _tile_origin(tile, num_pid_m, num_pid_n, BM: tl.constexpr, BN: tl.constexpr,
+                 GROUP_M: tl.constexpr):
+    """Grouped order (as kernels/persistent.py): GROUP_M rows of tiles share B tiles."""
+    tiles_per_group = GROUP_M * num_pid_n
+    first_m = (tile // tiles_per_group) * GROUP_M
+    group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
+    off_m = (first_m + (tile % tiles_per_group) % group_rows) * BM
+    off_n = ((tile % tiles_per_group) // group_rows) * BN
+    return off_m, off_n
+
+
+@triton.jit
+def _k_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, PRECISION: tl.constexpr,
+             B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, BM: tl.constexpr,
+             BN: tl.constexpr, BK: tl.constexpr):
+    """The fp32 product of one tile over K steps k_first .. k_last - 1."""
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(k_first, k_last):
+        a = a_desc.load([off_m, ki * BK])
+        if B_K_MAJOR:
+            b = b_desc.load([off_n, ki * BK]).T
+        else:
+            b = b_desc.load([ki * BK, off_n])
+        if UPCAST:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
+def _store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
+                stride_dn, alpha, beta, HAS_D: tl.constexpr, ACTIVATION: tl.constexpr,
+                C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr,
+                BN: tl.constexpr):
+    dtype = c_ptr.dtype.element_ty
+    acc = acc * alpha
+    offs_m = off_m + tl.arange(0, BM)
+    offs_n = off_n + tl.arange(0, BN)
+    inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    acc = finish(acc, d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn,
+                 inside, beta, HAS_D, ACTIVATION)
+    if not C_TMA:
+        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
+        tl.store(c_ptrs, acc.to(dtype), mask=inside)
+    elif EPILOGUE_SUBTILE:
+        halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+        c_desc.store([off_m, off_n], left.to(dtype))
+        c_desc.store([off_m, off_n + BN // 2], right.to(dtype))
+    else:
+        c_desc.store([off_m, off_n], acc.to(dtype))
+
+
+@triton.jit
+def _owner(step, per, extra):
+    """The program whose range holds stream-K step `step` (ranges: per + 1 steps for the
+    first `extra` programs, per for the rest)."""
+    long_steps = extra * (per + 1)
+    if step < long_steps:
+        q = step // (per + 1)
+    else:
+        q = extra + (step - long_steps) // tl.maximum(per, 1)
+    return q
+
+
+@triton.jit
+def streamk_kernel(
+    a_ptr, b_ptr, c_ptr, d_ptr, part_ptr, flag_ptr,
+    M, N, K,
+    stride_am, stride_bk, stride_bn, stride_cm, stride_dm, stride_dn,
+    alpha, beta,
+    M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
+    PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
+    UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+):
+    """C = act(alpha * A @ B + beta * D), operands as kernels/persistent.py takes them (A
+    row-major, B row-major or K-major, TMA-aligned; C by TMA when C_TMA). part_ptr: fp32
+    workspace of NUM_SMS BM x BN tiles; flag_ptr: NUM_SMS int32 zeros, left zero. Grid:
+    (NUM_SMS,). WARP_SPECIALIZE must be off (the configs share persistent's keys)."""
+    tl.static_assert(not WARP_SPECIALIZE)
+    pid = tl.program_id(0)
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                       block_shape=[BM, BK])
+    if B_K_MAJOR:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                           block_shape=[BN, BK])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                           block_shape=[BK, BN])
+    c_desc = None
+    if C_TMA:
+        if EPILOGUE_SUBTILE:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BM, BN // 2])
+        else:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BM, BN])
+
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    sk_tiles = num_tiles % NUM_SMS
+    dp_tiles = num_tiles - sk_tiles
+
+    # Whole waves: one tile after another, as the persistent kernel.
+    for tile in tl.range(pid, dp_tiles, NUM_SMS, flatten=True):
+        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        acc = _k_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, PRECISION, B_K_MAJOR,
+                       UPCAST, BM, BN, BK)
+        _store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
+                    stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM, BN)
+
+    # The rest: this program's share of the remaining tiles' K steps, walked from its end.
+    steps = sk_tiles * k_tiles
+    per = steps // NUM_SMS
+    extra = steps % NUM_SMS
+    first = pid * per + tl.minimum(pid, extra)
+    end = first + per + (pid < extra).to(tl.int32)
+    slot = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    # Segment 0 is the range's last tile (the partial this program hands on, if the range
+    # ends inside a tile), then the tiles from the range's first onwards.
+    last_tile = (end - 1) // k_tiles
+    first_tile = first // k_tiles
+    segments = tl.where(end > first, last_tile - first_tile + 1, 0)
+    for segment in tl.range(0, segments, flatten=True):
+        sk_tile = tl.where(segment == 0, last_tile, first_tile + segment - 1)
+        tile_first = sk_tile * k_tiles
+        begin = tl.maximum(first, tile_first)
+        stop = tl.minimum(end, tile_first + k_tiles)
+        off_m, off_n = _tile_origin(dp_tiles + sk_tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(begin - tile_first, stop - tile_first):
+            a = a_desc.load([off_m, ki * BK])
+            if B_K_MAJOR:
+                b = b_desc.load([off_n, ki * BK]).T
+            else:
+                b = b_desc.load([ki * BK, off_n])
+            if UPCAST:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        if stop == tile_first + k_tiles:
+            # This program finishes the tile: the partials of the programs before it (lower
+            # K) come first, in program order, then its own steps.
+            if begin > tile_first:
+                total = tl.zeros((BM, BN), dtype=tl.float32)
+                for q in range(_owner(tile_first, per, extra), pid):
+                    while tl.atomic_cas(flag_ptr + q, 1, 0, sem="acquire") != 1:
+                        pass
+                    total += tl.load(part_ptr + q * BM * BN + slot, cache_modifier=".cg")
+                acc = total + acc
+            _store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
+                        stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE,
+                        BM, BN)
+        else:
+            tl.store(part_ptr + pid * BM * BN + slot, acc, cache_modifier=".cg")
+            tl.debug_barrier()  # every thread's part is written before the flag rises
+            tl.atomic_xchg(flag_ptr + pid, 1, sem="release")
+
+
+_TUNED = make_tuners(streamk_kernel, "streamk",
+                     {family: configs.streamk_configs(family) for family in STREAMK_FAMILIES},
+                     configs.persistent_prune)
+
+
+def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activation=0,
+              config=None):
+    """out = act(alpha * a @ b + beta * d) on 2-D operands that persistent.supports()
+    accepts (not 3xTF32 halves). d: None or broadcastable to out by strides. config pins a
+    triton.Config of configs.streamk_configs (tests). Returns out."""
+    m, k = a.shape
+    n = b.shape[1]
+    if out.numel() == 0:
+        return out
+    has_d, d = epilogue_input(d, beta, out)
+    num_sms = _num_sms(a.device.index or 0)
+    ensure_allocator()
+    tuning = tuning_args(m, n, k, a, b)
+    family = configs.persistent_family(a.dtype, False, m, n, num_sms)
+    if config is None and (INTERPRETER or not AUTOTUNE):
+        config = configs.streamk_default_config(family)
+    biggest = max(c.kwargs["BM"] * c.kwargs["BN"] for c in
+                  ([config] if config is not None else _TUNED[family].configs))
+    parts = workspace((num_sms * biggest,), torch.float32, a.device)
+    args = (a, b, out, d, parts, flags(num_sms, a.device), m, n, k, a.stride(0), b.stride(0),
+            b.stride(1), out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta),
+            *tuning)
+    meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d,
+                B_K_MAJOR=_b_k_major(b), UPCAST=INTERPRETER and a.dtype == torch.bfloat16,
+                NUM_SMS=num_sms, ACTIVATION=activation, C_TMA=_tma_ok(out, out.stride(0)))
+    key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], a.dtype, b.dtype, out.dtype,
+           d.dtype)
+    launch(streamk_kernel, _TUNED[family], (num_sms,), args, meta, config,
+           configs.STREAMK_PREFIX + family, key)
+    return out
