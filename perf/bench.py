@@ -113,6 +113,7 @@ def time_ms(fn: Callable, operand_sets, on_gpu: bool, rep_ms: float = 100) -> fl
 # TB/s); 128x128x65536 26.5 / 25.8 against 19.6 / 21.5; 4096^3 178.9 / 194.9 against
 # 184.2 / 192.9 (compute-bound: unchanged within noise).
 FLUSH_BYTES = 256 << 20
+L2_FLUSH = "read"  # the report's name for this flush (its l2_flush column)
 
 
 @functools.lru_cache(maxsize=None)

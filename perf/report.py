@@ -126,7 +126,10 @@ def _meta() -> dict:
     gpu = torch.cuda.get_device_name() if ON_GPU else "cpu-interpreter"
     return {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
             "date": datetime.date.today().isoformat(),
-            "mode": "gpu" if ON_GPU else "cpu-interpreter"}
+            "mode": "gpu" if ON_GPU else "cpu-interpreter",
+            # How L2 was emptied before each timed call (rows of reports before 2026-11-23
+            # were timed after do_bench's zero-write flush: "write").
+            "l2_flush": bench.L2_FLUSH if ON_GPU else ""}
 
 
 # Timing rounds per (shape, implementation). One do_bench median of a kernel moved by up to
