@@ -316,10 +316,6 @@ def streamk_configs(family: str) -> list[triton.Config]:
             if not (len(t) > 7 and t[7])]
 
 
-def streamk_default_config(family: str) -> triton.Config:
-    return persistent_default_config(family)
-
-
 def persistent_config(bm, bn, bk, warps, stages, subtile, warp_specialize=False):
     return triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": GROUP_M,
                           "EPILOGUE_SUBTILE": subtile, "WARP_SPECIALIZE": warp_specialize},

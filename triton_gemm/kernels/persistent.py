@@ -27,6 +27,70 @@ TMA_ALIGN_BYTES = 16
 
 
 @triton.jit
+def operand_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm,
+                        B_K_MAJOR: tl.constexpr, C_TMA: tl.constexpr,
+                        EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                        BK: tl.constexpr):
+    """TMA descriptors of A (M, K row-major), B ((N, K) rows when B_K_MAJOR, else (K, N))
+    and, with C_TMA, C (None without: store_tile stores by pointers)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                       block_shape=[BM, BK])
+    if B_K_MAJOR:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                           block_shape=[BN, BK])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                           block_shape=[BK, BN])
+    c_desc = None
+    if C_TMA:
+        if EPILOGUE_SUBTILE:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BM, BN // 2])
+        else:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BM, BN])
+    return a_desc, b_desc, c_desc
+
+
+@triton.jit
+def tile_origin(tile, num_pid_m, num_pid_n, BM: tl.constexpr, BN: tl.constexpr,
+                GROUP_M: tl.constexpr):
+    """(row, column) of tile `tile`'s first element in grouped order: GROUP_M rows of tiles
+    in turn, so tiles running together share their B tiles in L2."""
+    tiles_per_group = GROUP_M * num_pid_n
+    first_m = (tile // tiles_per_group) * GROUP_M
+    group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
+    off_m = (first_m + (tile % tiles_per_group) % group_rows) * BM
+    off_n = ((tile % tiles_per_group) // group_rows) * BN
+    return off_m, off_n
+
+
+@triton.jit
+def store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm, stride_dn,
+               alpha, beta, HAS_D: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
+               EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """The epilogue of one fp32 tile: alpha, beta * D and the activation, then C stored by
+    TMA (in two BN/2 halves with EPILOGUE_SUBTILE) or, without C_TMA, by masked pointers."""
+    dtype = c_ptr.dtype.element_ty
+    acc = acc * alpha
+    offs_m = off_m + tl.arange(0, BM)
+    offs_n = off_n + tl.arange(0, BN)
+    inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    acc = finish(acc, d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn,
+                 inside, beta, HAS_D, ACTIVATION)
+    if not C_TMA:
+        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
+        tl.store(c_ptrs, acc.to(dtype), mask=inside)
+    elif EPILOGUE_SUBTILE:
+        halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+        c_desc.store([off_m, off_n], left.to(dtype))
+        c_desc.store([off_m, off_n + BN // 2], right.to(dtype))
+    else:
+        c_desc.store([off_m, off_n], acc.to(dtype))
+
+
+@triton.jit
 def _persistent_kernel(
     a_ptr, b_ptr, c_ptr, d_ptr, alo_ptr, blo_ptr,
     M, N, K,
@@ -52,15 +116,9 @@ def _persistent_kernel(
     acc by an IEEE add every HI_FLUSH_K elements of K (a multiple of 2 * BK; see
     hi_flush_k).
     """
-    dtype = c_ptr.dtype.element_ty
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
-                                       block_shape=[BM, BK])
-    if B_K_MAJOR:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
-                                           block_shape=[BN, BK])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
-                                           block_shape=[BK, BN])
+    a_desc, b_desc, c_desc = operand_descriptors(
+        a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm, B_K_MAJOR,
+        C_TMA, EPILOGUE_SUBTILE, BM, BN, BK)
     if SPLIT:
         # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
         # dot(a, b, acc): every add in the tensor core again.
@@ -69,28 +127,17 @@ def _persistent_kernel(
                                              block_shape=[BM, BK])
         blo_desc = tl.make_tensor_descriptor(blo_ptr, shape=[N, K], strides=[stride_bn, 1],
                                              block_shape=[BN, BK])
-    if C_TMA:
-        if EPILOGUE_SUBTILE:
-            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                               block_shape=[BM, BN // 2])
-        else:
-            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                               block_shape=[BM, BN])
 
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
     num_tiles = num_pid_m * num_pid_n
-    tiles_per_group = GROUP_M * num_pid_n
     # flatten=True lets the compiler pipeline loads of the next tile's first K steps
     # behind the current tile's epilogue. WARP_SPECIALIZE: producer warps issue the TMA
     # loads, consumer warpgroups the dots and epilogue (not with flatten on sm_90).
     for tile in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=not WARP_SPECIALIZE,
                          warp_specialize=WARP_SPECIALIZE):
-        first_m = (tile // tiles_per_group) * GROUP_M
-        group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
-        off_m = (first_m + (tile % tiles_per_group) % group_rows) * BM
-        off_n = ((tile % tiles_per_group) // group_rows) * BN
+        off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         if SPLIT:
             hi_acc = tl.zeros((BM, BN), dtype=tl.float32)
@@ -129,22 +176,8 @@ def _persistent_kernel(
             # products carry every infinity of the true product, and a finite remainder sum
             # is 2^-11 of theirs, so a non-finite one is dropped.
             acc += hi_acc + tl.where(tl.abs(lo_acc) < float("inf"), lo_acc, 0.0)
-        acc = acc * alpha
-        offs_m = off_m + tl.arange(0, BM)
-        offs_n = off_n + tl.arange(0, BN)
-        inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-        acc = finish(acc, d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn,
-                     inside, beta, HAS_D, ACTIVATION)
-        if not C_TMA:
-            c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
-            tl.store(c_ptrs, acc.to(dtype), mask=inside)
-        elif EPILOGUE_SUBTILE:
-            halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
-            left, right = tl.split(halves)
-            c_desc.store([off_m, off_n], left.to(dtype))
-            c_desc.store([off_m, off_n + BN // 2], right.to(dtype))
-        else:
-            c_desc.store([off_m, off_n], acc.to(dtype))
+        store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
+                   stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM, BN)
 
 
 # Where the split kernel flushes its hi x hi accumulator (HI_FLUSH_K), against its error.

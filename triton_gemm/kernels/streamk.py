@@ -40,23 +40,11 @@ import triton.language as tl
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dot_precision, ensure_allocator, epilogue_input,
                      flags, launch, make_tuners, tuning_args, workspace)
-from .epilogue import finish
-from .persistent import _b_k_major, _num_sms, _tma_ok
+from .persistent import (_b_k_major, _num_sms, _tma_ok, operand_descriptors, store_tile,
+                         tile_origin)
 
 # Config families: the persistent kernel's 16-bit and tf32 tiles (configs.streamk_configs).
 STREAMK_FAMILIES = ("half", "half_mid", "tf32")
-
-
-@triton.jit
-def _tile_origin(tile, num_pid_m, num_pid_n, BM: tl.constexpr, BN: tl.constexpr,
-                 GROUP_M: tl.constexpr):
-    """Grouped order (as kernels/persistent.py): GROUP_M rows of tiles share B tiles."""
-    tiles_per_group = GROUP_M * num_pid_n
-    first_m = (tile // tiles_per_group) * GROUP_M
-    group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
-    off_m = (first_m + (tile % tiles_per_group) % group_rows) * BM
-    off_n = ((tile % tiles_per_group) // group_rows) * BN
-    return off_m, off_n
 
 
 @triton.jit
@@ -76,30 +64,6 @@ def _k_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, PRECISION: tl.conste
             b = b.to(tl.float32)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     return acc
-
-
-@triton.jit
-def _store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
-                stride_dn, alpha, beta, HAS_D: tl.constexpr, ACTIVATION: tl.constexpr,
-                C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr,
-                BN: tl.constexpr):
-    dtype = c_ptr.dtype.element_ty
-    acc = acc * alpha
-    offs_m = off_m + tl.arange(0, BM)
-    offs_n = off_n + tl.arange(0, BN)
-    inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    acc = finish(acc, d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn,
-                 inside, beta, HAS_D, ACTIVATION)
-    if not C_TMA:
-        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
-        tl.store(c_ptrs, acc.to(dtype), mask=inside)
-    elif EPILOGUE_SUBTILE:
-        halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
-        left, right = tl.split(halves)
-        c_desc.store([off_m, off_n], left.to(dtype))
-        c_desc.store([off_m, off_n + BN // 2], right.to(dtype))
-    else:
-        c_desc.store([off_m, off_n], acc.to(dtype))
 
 
 @triton.jit
@@ -132,22 +96,9 @@ def streamk_kernel(
     (NUM_SMS,). WARP_SPECIALIZE must be off (the configs share persistent's keys)."""
     tl.static_assert(not WARP_SPECIALIZE)
     pid = tl.program_id(0)
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
-                                       block_shape=[BM, BK])
-    if B_K_MAJOR:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
-                                           block_shape=[BN, BK])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
-                                           block_shape=[BK, BN])
-    c_desc = None
-    if C_TMA:
-        if EPILOGUE_SUBTILE:
-            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                               block_shape=[BM, BN // 2])
-        else:
-            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                               block_shape=[BM, BN])
+    a_desc, b_desc, c_desc = operand_descriptors(
+        a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm, B_K_MAJOR,
+        C_TMA, EPILOGUE_SUBTILE, BM, BN, BK)
 
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
@@ -158,13 +109,13 @@ def streamk_kernel(
 
     # Whole waves: one tile after another, as the persistent kernel.
     for tile in tl.range(pid, dp_tiles, NUM_SMS, flatten=True):
-        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         acc = _k_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, PRECISION, B_K_MAJOR,
                        UPCAST, BM, BN, BK)
-        _store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
+        store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                     stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM, BN)
 
-    # The rest: this program's share of the remaining tiles' K steps, walked from its end.
+    # The rest: this program's share of the remaining tiles' K steps.
     steps = sk_tiles * k_tiles
     per = steps // NUM_SMS
     extra = steps % NUM_SMS
@@ -181,18 +132,9 @@ def streamk_kernel(
         tile_first = sk_tile * k_tiles
         begin = tl.maximum(first, tile_first)
         stop = tl.minimum(end, tile_first + k_tiles)
-        off_m, off_n = _tile_origin(dp_tiles + sk_tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for ki in range(begin - tile_first, stop - tile_first):
-            a = a_desc.load([off_m, ki * BK])
-            if B_K_MAJOR:
-                b = b_desc.load([off_n, ki * BK]).T
-            else:
-                b = b_desc.load([ki * BK, off_n])
-            if UPCAST:
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
-            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        off_m, off_n = tile_origin(dp_tiles + sk_tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        acc = _k_steps(a_desc, b_desc, off_m, off_n, begin - tile_first, stop - tile_first,
+                       PRECISION, B_K_MAJOR, UPCAST, BM, BN, BK)
         if stop == tile_first + k_tiles:
             # This program finishes the tile: the partials of the programs before it (lower
             # K) come first, in program order, then its own steps.
@@ -203,7 +145,7 @@ def streamk_kernel(
                         pass
                     total += tl.load(part_ptr + q * BM * BN + slot, cache_modifier=".cg")
                 acc = total + acc
-            _store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
+            store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                         stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE,
                         BM, BN)
         else:
@@ -232,7 +174,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     tuning = tuning_args(m, n, k, a, b)
     family = configs.persistent_family(a.dtype, False, m, n, num_sms)
     if config is None and (INTERPRETER or not AUTOTUNE):
-        config = configs.streamk_default_config(family)
+        config = configs.persistent_default_config(family)
     biggest = max(c.kwargs["BM"] * c.kwargs["BN"] for c in
                   ([config] if config is not None else _TUNED[family].configs))
     parts = workspace((num_sms * biggest,), torch.float32, a.device)
