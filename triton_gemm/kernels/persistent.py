@@ -27,12 +27,10 @@ TMA_ALIGN_BYTES = 16
 
 
 @triton.jit
-def operand_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm,
-                        B_K_MAJOR: tl.constexpr, C_TMA: tl.constexpr,
-                        EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+def operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, stride_bn,
+                        B_K_MAJOR: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                         BK: tl.constexpr):
-    """TMA descriptors of A (M, K row-major), B ((N, K) rows when B_K_MAJOR, else (K, N))
-    and, with C_TMA, C (None without: store_tile stores by pointers)."""
+    """TMA descriptors of A (M, K row-major) and B ((N, K) rows when B_K_MAJOR, else (K, N))."""
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
                                        block_shape=[BM, BK])
     if B_K_MAJOR:
@@ -41,15 +39,21 @@ def operand_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stri
     else:
         b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
                                            block_shape=[BK, BN])
-    c_desc = None
-    if C_TMA:
-        if EPILOGUE_SUBTILE:
-            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                               block_shape=[BM, BN // 2])
-        else:
-            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                               block_shape=[BM, BN])
-    return a_desc, b_desc, c_desc
+    return a_desc, b_desc
+
+
+@triton.jit
+def output_descriptor(c_ptr, M, N, stride_cm, EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr,
+                      BN: tl.constexpr):
+    """TMA descriptor of C for store_tile (BN/2-wide halves with EPILOGUE_SUBTILE). Callers
+    without a TMA-stored C pass None instead (a jit function cannot return None)."""
+    if EPILOGUE_SUBTILE:
+        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                           block_shape=[BM, BN // 2])
+    else:
+        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                           block_shape=[BM, BN])
+    return c_desc
 
 
 @triton.jit
@@ -116,9 +120,8 @@ def _persistent_kernel(
     acc by an IEEE add every HI_FLUSH_K elements of K (a multiple of 2 * BK; see
     hi_flush_k).
     """
-    a_desc, b_desc, c_desc = operand_descriptors(
-        a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm, B_K_MAJOR,
-        C_TMA, EPILOGUE_SUBTILE, BM, BN, BK)
+    a_desc, b_desc = operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk,
+                                         stride_bn, B_K_MAJOR, BM, BN, BK)
     if SPLIT:
         # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
         # dot(a, b, acc): every add in the tensor core again.
@@ -127,6 +130,9 @@ def _persistent_kernel(
                                              block_shape=[BM, BK])
         blo_desc = tl.make_tensor_descriptor(blo_ptr, shape=[N, K], strides=[stride_bn, 1],
                                              block_shape=[BN, BK])
+    c_desc = None
+    if C_TMA:
+        c_desc = output_descriptor(c_ptr, M, N, stride_cm, EPILOGUE_SUBTILE, BM, BN)
 
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)

@@ -40,8 +40,8 @@ import triton.language as tl
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dot_precision, ensure_allocator, epilogue_input,
                      flags, launch, make_tuners, tuning_args, workspace)
-from .persistent import (_b_k_major, _num_sms, _tma_ok, operand_descriptors, store_tile,
-                         tile_origin)
+from .persistent import (_b_k_major, _num_sms, _tma_ok, operand_descriptors,
+                         output_descriptor, store_tile, tile_origin)
 
 # Config families: the persistent kernel's 16-bit and tf32 tiles (configs.streamk_configs).
 STREAMK_FAMILIES = ("half", "half_mid", "tf32")
@@ -96,9 +96,11 @@ def streamk_kernel(
     (NUM_SMS,). WARP_SPECIALIZE must be off (the configs share persistent's keys)."""
     tl.static_assert(not WARP_SPECIALIZE)
     pid = tl.program_id(0)
-    a_desc, b_desc, c_desc = operand_descriptors(
-        a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm, B_K_MAJOR,
-        C_TMA, EPILOGUE_SUBTILE, BM, BN, BK)
+    a_desc, b_desc = operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk,
+                                         stride_bn, B_K_MAJOR, BM, BN, BK)
+    c_desc = None
+    if C_TMA:
+        c_desc = output_descriptor(c_ptr, M, N, stride_cm, EPILOGUE_SUBTILE, BM, BN)
 
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
