@@ -3,6 +3,7 @@ calls give the same answers as planned ones across signatures that must not shar
 
 import pytest
 import torch
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from conftest import gpu_only, randn
 from triton_gemm import launch_cache
@@ -34,7 +35,8 @@ def _record(*launch_tensors, workspaces=(), recordable=True):
     record.workspaces = list(workspaces)
     compiled = _FakeCompiled()
     for tensors in launch_tensors:
-        record.launches.append(common.Launch(compiled, (3, 1, 1), tensors, (7, 0.5), ("c",)))
+        record.launches.append(common.Launch(compiled, (3, 1, 1), tensors, (7, 0.5), ("c",),
+                                             common._geometries(tensors)))
     return record, compiled
 
 
@@ -86,7 +88,6 @@ def test_replay_launches_the_new_operands_with_fresh_workspaces(monkeypatch):
     common.record("cfg", "half")
     recipe = launch_cache._recipe(record, (a, b, out, d))
     monkeypatch.setattr(common, "current_stream", lambda device: "stream")
-    monkeypatch.setattr(common, "ensure_allocator", lambda: None)
     common.record("other", "half")
     a2, b2, out2, d2 = _operands()
     launch_cache._replay(recipe, (a2, b2, out2, d2), device=0)
@@ -99,6 +100,28 @@ def test_replay_launches_the_new_operands_with_fresh_workspaces(monkeypatch):
     # Views at an offset go as addresses into the new tensors.
     assert third[2][:2] == (new_work.data_ptr() + 64, b2.data_ptr() + 32)
     assert common.current_record() == ("cfg", "half")
+
+
+def test_replay_builds_descriptors_around_the_new_operands(monkeypatch):
+    """Host TMA descriptors are recorded by their base's place; a replay launches new ones
+    of the same shape, strides and padding around the new operands (at the same offset for
+    a view), and unused (None) arguments stay None."""
+    a, b, out, d = _operands()
+    a_desc = TensorDescriptor(a[0], [4, 4], [4, 1], [4, 4])
+    b_desc = TensorDescriptor(b[0, 1:], [3, 4], [4, 1], [4, 4])
+    record, compiled = _record((a_desc, b_desc, None, out))
+    recipe = launch_cache._recipe(record, (a, b, out, d))
+    assert recipe.slots == (((0, 0), (1, 16), None, (2, 0)),)
+    monkeypatch.setattr(common, "_last", {"config": None})
+    monkeypatch.setattr(common, "current_stream", lambda device: "stream")
+    a2, b2, out2, d2 = _operands()
+    launch_cache._replay(recipe, (a2, b2, out2, d2), device=0)
+    (args,) = [call[2] for call in compiled.calls]
+    new_a, new_b, unused, new_out = args[:4]
+    assert new_a.base is a2 and (new_a.shape, new_a.strides) == ((4, 4), (4, 1))
+    assert new_b.base.data_ptr() == b2.data_ptr() + 16 and new_b.shape == (3, 4)
+    assert new_a.padding == new_b.padding == "zero"
+    assert unused is None and new_out is out2
 
 
 def test_signature_separates_alignment_strides_and_scalars():

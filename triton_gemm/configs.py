@@ -553,7 +553,7 @@ def persistent_fits(config, family: str, has_d: bool, smem_limit: int,
 def persistent_prune(configs_in, named_args, family: str, **kwargs):
     """early_config_prune of the persistent kernel's family tuner: shared memory (with its
     epilogue) and tile size against the problem."""
-    a = named_args["a_ptr"]
+    a = named_args["a_desc"].base  # A's host TMA descriptor
     limit = _shared_memory_limit(a.device.index if a.device.index is not None else 0)
     fitting = [c for c in configs_in
                if persistent_fits(c, family, bool(kwargs.get("HAS_D")), limit,
@@ -562,8 +562,9 @@ def persistent_prune(configs_in, named_args, family: str, **kwargs):
                   named_args["K"], a.element_size(), limit)
 
 
-# Kernel arguments the tuned config is keyed on (plus the operand dtypes, which Triton's
-# autotuner always appends). HAS_D: a D epilogue changes which persistent tiles fit in
+# Kernel arguments the tuned config is keyed on (plus the dtypes of the tensor arguments,
+# which Triton's autotuner always appends: of A and B, or of C and D where A and B go as TMA
+# descriptors; the persistent kernels' C has A's dtype). HAS_D: a D epilogue changes which persistent tiles fit in
 # shared memory (PERSISTENT_SMEM), so a config tuned without D must not run with one.
 # C_TMA (persistent kernel): a TMA or a pointer store of C, tuned apart. HI_FLUSH_K (the
 # persistent split kernel's accumulator flush) changes within a K bucket.

@@ -26,6 +26,7 @@ import os
 from typing import NamedTuple, Optional
 
 import torch
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import dispatch
 from .kernels import common
@@ -38,8 +39,9 @@ MAX_ENTRIES = 4096
 
 class Recipe(NamedTuple):
     launches: tuple          # common.Launch, in order
-    slots: tuple             # per launch, per pointer argument: (pool index, byte offset);
-                             # the pool holds a, b, out, d, then the workspaces
+    slots: tuple             # per launch, per pointer or descriptor argument: (pool index,
+                             # byte offset), or None for an unused (None) argument; the
+                             # pool holds a, b, out, d, then the workspaces
     workspaces: tuple        # (shape, dtype) of each scratch tensor, pool index 4, 5, ...
     config: object           # common's record of the config that ran (for last_config())
 
@@ -99,11 +101,10 @@ def _replay(recipe: Recipe, operands: tuple, device: int) -> None:
     for shape, dtype in recipe.workspaces:
         pool.append(torch.empty(shape, dtype=dtype, device=device_of_out))
     stream = common.current_stream(device)
-    common.ensure_allocator()
     for launch, slots in zip(recipe.launches, recipe.slots):
         # An int pointer is what triton's launcher passes for a tensor (its data_ptr()).
-        launch.run([pool[i] if offset == 0 else pool[i].data_ptr() + offset
-                    for i, offset in slots], stream)
+        launch.run([None if slot is None else pool[slot[0]] if slot[1] == 0
+                    else pool[slot[0]].data_ptr() + slot[1] for slot in slots], stream)
     common.restore_record(recipe.config)
 
 
@@ -136,7 +137,10 @@ def _recipe(record: common.Capture, operands: tuple) -> Optional[Recipe]:
     for launch in record.launches:
         launch_slots = []
         for t in launch.tensors:
-            ptr = t.data_ptr()
+            if t is None:  # an argument the kernel does not use (None: a constexpr)
+                launch_slots.append(None)
+                continue
+            ptr = (t.base if isinstance(t, TensorDescriptor) else t).data_ptr()
             inside = [(i, ptr - start) for i, start, end in ranges if start <= ptr < end]
             if len(inside) != 1:
                 return None

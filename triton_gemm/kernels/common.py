@@ -11,7 +11,7 @@ from typing import NamedTuple
 import torch
 import triton
 from triton import knobs
-from triton.runtime import _allocation
+from triton.tools.tensor_descriptor import TensorDescriptor
 from triton.runtime import driver as _driver
 
 from .. import configs
@@ -51,9 +51,11 @@ def tuning_args(m: int, n: int, k: int, a: torch.Tensor, b: torch.Tensor) -> tup
     return configs.bucket(m), configs.bucket(n), configs.bucket(k), layout_code(a, b)
 
 
-def launch(kernel, tuner, grid, args, meta, config, family: str, key: tuple):
+def launch(kernel, tuner, grid, args, meta, config, family: str, key: tuple, prepare=None):
     """Run a pinned config on the raw kernel, or the family's tuned config for key (the
     autotuner tunes on the first call of a key); record and return the config that ran.
+    prepare(args, kwargs), if given, runs before the kernel with the launch's constexprs
+    (the tuner's own launches get it from make_tuners).
 
     key must hold everything the autotuner keys on (configs.TUNING_KEY values and the
     operand dtypes). A hit skips triton's Autotuner.run, which costs ~40 us of host time
@@ -71,7 +73,10 @@ def launch(kernel, tuner, grid, args, meta, config, family: str, key: tuple):
         config, config_kwargs = chosen
     else:
         config_kwargs = config.all_kwargs()
-    run_kernel(kernel, grid, args, {**meta, **config_kwargs})
+    constexprs = {**meta, **config_kwargs}
+    if prepare is not None:
+        prepare(args, constexprs)
+    run_kernel(kernel, grid, args, constexprs)
     record(config, family)
     return config
 
@@ -102,8 +107,10 @@ def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
     machine's CPU for the plain kernel's 30 arguments, against 10 us for a one-argument
     kernel (perf/overhead.py). A variant is everything triton specialises on, taken
     coarser: the scalar arguments as they are (triton looks at ==1, %16 and width), and
-    per pointer argument its dtype and 16-byte alignment. The kernel's pointer arguments
-    come first (named *_ptr). Under capture() the launch is also recorded.
+    per pointer argument its dtype and 16-byte alignment, per host TMA descriptor its
+    dtype and block shape (what triton specialises a descriptor on). The kernel's pointer
+    and descriptor arguments come first (named *_ptr, *_desc; None for an unused one).
+    Under capture() the launch is also recorded.
     """
     if INTERPRETER or launch_hooks_set():
         # The interpreter has no compiled kernels; launch hooks (profilers) get triton's
@@ -114,15 +121,15 @@ def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
     info = _pointer_args.get(id(kernel))
     if info is None:
         names = [p.name for p in kernel.params]
-        pointers = next(i for i, name in enumerate(names) if not name.endswith("_ptr"))
+        pointers = next(i for i, name in enumerate(names)
+                        if not name.endswith(("_ptr", "_desc")))
         info = _pointer_args[id(kernel)] = (
             pointers, [p.name for p in kernel.params if p.is_constexpr])
     pointers, names = info
     device = _driver.active.get_current_device()
     tensors = args[:pointers]
     variant = (id(kernel), device, tuple(constexprs.items()), args[pointers:],
-               tuple([t.dtype for t in tensors]),
-               tuple([t.data_ptr() % 16 == 0 for t in tensors]))
+               tuple([_specialisation(t) for t in tensors]))
     compiled = _compiled.get(variant)
     if callable(grid):
         grid = grid(constexprs)
@@ -139,18 +146,59 @@ def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
     record_to = getattr(_local, "capture", None)
     if record_to is not None:
         record_to.launches.append(Launch(compiled, grid, tensors, args[pointers:],
-                                         constexpr_values))
+                                         constexpr_values, _geometries(tensors)))
+
+
+def _specialisation(arg):
+    """What a compiled kernel depends on of a leading (pointer or descriptor) argument."""
+    if arg is None:
+        return None
+    if isinstance(arg, TensorDescriptor):
+        return arg.base.dtype, tuple(arg.block_shape), arg.base.data_ptr() % 16 == 0
+    return arg.dtype, arg.data_ptr() % 16 == 0
+
+
+def _geometries(tensors) -> tuple:
+    """Per leading argument, (shape, strides, padding) of a host TMA descriptor, else None:
+    with a new base address, what triton's launcher needs to build the descriptor again
+    (the block shape is the compiled kernel's)."""
+    if not any(isinstance(t, TensorDescriptor) for t in tensors):
+        return ()
+    return tuple((tuple(t.shape), tuple(t.strides), t.padding)
+                 if isinstance(t, TensorDescriptor) else None for t in tensors)
+
+
+class _Address(int):
+    """A device address standing in for a tensor's data_ptr() as a descriptor base."""
+
+    def data_ptr(self) -> int:
+        return int(self)
+
+
+class _ReplayDescriptor(NamedTuple):
+    """The fields of a TensorDescriptor triton's launcher reads to encode a TMA descriptor."""
+    base: object       # has data_ptr()
+    shape: tuple
+    strides: tuple
+    padding: str
 
 
 class Launch(NamedTuple):
     """One launch of a compiled kernel as run_kernel ran it."""
     compiled: object       # triton CompiledKernel
     grid: tuple            # 3 ints
-    tensors: tuple         # the pointer arguments
+    tensors: tuple         # the pointer and descriptor arguments
     scalars: tuple         # the other runtime arguments
     constexprs: tuple      # constexpr values in parameter order (the launcher takes them)
+    geometries: tuple = ()  # _geometries(tensors): () when none is a descriptor
 
     def run(self, tensors, stream) -> None:
+        """Launch on new leading arguments: tensors, addresses (ints) or None, in order; a
+        descriptor's place takes its new base, and the descriptor is built around it."""
+        if self.geometries:
+            tensors = [t if g is None or t is None else _ReplayDescriptor(
+                t if hasattr(t, "data_ptr") else _Address(t), *g)
+                for t, g in zip(tensors, self.geometries)]
         compiled = self.compiled
         compiled.run(self.grid[0], self.grid[1], self.grid[2], stream, compiled.function,
                      compiled.packed_metadata, None, None, None, *tensors, *self.scalars,
@@ -225,32 +273,37 @@ def current_stream(device: int):
     return _driver.active.get_current_stream(device)
 
 
-def _scratch(size: int, alignment: int, stream):
-    """Global memory for device-side tensor descriptors (128 bytes per descriptor)."""
-    return torch.empty(size, dtype=torch.int8, device="cpu" if INTERPRETER else "cuda")
-
-
-def ensure_allocator() -> None:
-    """Kernels with device-side tensor descriptors need triton's allocator; install ours
-    unless one is set. The allocator is per thread (a ContextVar), and autograd runs
-    backward on its own threads, so every launch path calls this."""
-    if _allocation._allocator.get() is _allocation._NULL_ALLOCATOR:
-        triton.set_allocator(_scratch)
-
-
 _last = {"config": None}
 _tuners: dict = {}  # (kernel name, family) -> triton Autotuner
 
 
-def make_tuners(kernel, name: str, family_configs: dict, prune) -> dict:
+class _Prepared:
+    """A jit kernel as the autotuner sees it, with prepare(args, kwargs) run before each of
+    the autotuner's launches (benchmark runs and the final one, whose config comes from the
+    disk cache without a benchmark). A per-config pre_hook would do it too, but triton's
+    autotuner keeps no disk cache for configs with one."""
+
+    def __init__(self, fn, prepare):
+        self.fn = fn
+        self.prepare = prepare
+        self.arg_names = fn.arg_names
+
+    def run(self, *args, **kwargs):
+        self.prepare(args, kwargs)
+        return self.fn.run(*args, **kwargs)
+
+
+def make_tuners(kernel, name: str, family_configs: dict, prune, prepare=None) -> dict:
     """One triton.autotune wrapper of kernel per config family, registered for
-    tuned_configs(): {family: autotuner}. prune is called with family= as well."""
+    tuned_configs(): {family: autotuner}. prune is called with family= as well; prepare
+    (args, kwargs), if given, before each of the autotuner's launches (see _Prepared)."""
     tuners = {}
+    tuned = kernel if prepare is None else _Prepared(kernel, prepare)
     for family, family_list in family_configs.items():
         family_prune = functools.partial(prune, family=family)
         tuners[family] = triton.autotune(configs=family_list, key=configs.TUNING_KEY,
                                          prune_configs_by={"early_config_prune": family_prune},
-                                         cache_results=TUNE_CACHE)(kernel)
+                                         cache_results=TUNE_CACHE)(tuned)
         _tuners[(name, family)] = tuners[family]
     return tuners
 

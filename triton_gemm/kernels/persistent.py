@@ -16,44 +16,58 @@ import functools
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, dot_precision, ensure_allocator, epilogue_input,
-                     launch, make_tuners, tuning_args)
+from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch,
+                     make_tuners, tuning_args)
 from .epilogue import finish
 
 # TMA requires 16-byte aligned base addresses and row strides.
 TMA_ALIGN_BYTES = 16
 
 
-@triton.jit
-def operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, stride_bn,
-                        B_K_MAJOR: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                        BK: tl.constexpr):
-    """TMA descriptors of A (M, K row-major) and B ((N, K) rows when B_K_MAJOR, else (K, N))."""
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
-                                       block_shape=[BM, BK])
-    if B_K_MAJOR:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
-                                           block_shape=[BN, BK])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
-                                           block_shape=[BK, BN])
-    return a_desc, b_desc
+def tma_descriptors(a, b, out, c_tma: bool, lo=None) -> tuple:
+    """Host TMA descriptors (A, B, C or None without c_tma, A lo, B lo or None without lo)
+    for the kernel's leading arguments. Their block shapes depend on the config and are set
+    by set_block_shapes before each launch.
+
+    Why host descriptors: built in the kernel (tl.make_tensor_descriptor), each program
+    first writes its descriptors to global memory and fences them, ~3 us at the start of
+    every launch. perf/_probe (H100, fp16, same kernel and tile, CUDA-graph time, us;
+    device-built -> host): 1000^3 128x128x64 12.0 -> 10.3 (cuBLAS 8.5), 1024^3 128x64x64
+    9.9 -> 6.2 (5.7), 2048^3 128x256x64 29.0 -> 27.3 (25.8), 4096^3 217 -> 216."""
+    def desc(t, rows_by_cols):
+        return TensorDescriptor(t, list(rows_by_cols), [t.stride(0), 1], _PLACEHOLDER_BLOCK)
+    m, k = a.shape
+    n = b.shape[1]
+    k_major = _b_k_major(b)
+    a_desc = desc(a, (m, k))
+    # A K-major B goes as its (N, K) row-major transpose.
+    b_desc = desc(b.T, (n, k)) if k_major else desc(b, (k, n))
+    c_desc = desc(out, (m, n)) if c_tma else None
+    if lo is None:
+        return a_desc, b_desc, c_desc, None, None
+    return a_desc, b_desc, c_desc, desc(lo[0], (m, k)), desc(lo[1].T, (n, k))
 
 
-@triton.jit
-def output_descriptor(c_ptr, M, N, stride_cm, EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr,
-                      BN: tl.constexpr):
-    """TMA descriptor of C for store_tile (BN/2-wide halves with EPILOGUE_SUBTILE). Callers
-    without a TMA-stored C pass None instead (a jit function cannot return None)."""
-    if EPILOGUE_SUBTILE:
-        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                           block_shape=[BM, BN // 2])
-    else:
-        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                           block_shape=[BM, BN])
-    return c_desc
+# Any valid block shape: the real one is set before each launch (set_block_shapes).
+_PLACEHOLDER_BLOCK = [16, 16]
+
+
+def set_block_shapes(args: tuple, kwargs: dict) -> None:
+    """Give the descriptors among a launch's leading arguments (tma_descriptors' order) the
+    block shapes of its config (kwargs: BM, BN, BK, B_K_MAJOR, EPILOGUE_SUBTILE): triton
+    compiles a kernel for the block shape of each descriptor argument."""
+    bm, bn, bk = kwargs["BM"], kwargs["BN"], kwargs["BK"]
+    a_desc, b_desc, c_desc = args[:3]
+    a_desc.block_shape = [bm, bk]
+    b_desc.block_shape = [bn, bk] if kwargs["B_K_MAJOR"] else [bk, bn]
+    if c_desc is not None:
+        c_desc.block_shape = [bm, bn // 2] if kwargs["EPILOGUE_SUBTILE"] else [bm, bn]
+    for lo_desc in args[3:5]:  # the 3xTF32 remainders, (M, K) and (N, K) like A and B
+        if isinstance(lo_desc, TensorDescriptor):
+            lo_desc.block_shape = [bm if lo_desc is args[3] else bn, bk]
 
 
 @triton.jit
@@ -96,9 +110,9 @@ def store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_
 
 @triton.jit
 def _persistent_kernel(
-    a_ptr, b_ptr, c_ptr, d_ptr, alo_ptr, blo_ptr,
+    a_desc, b_desc, c_desc, alo_desc, blo_desc, c_ptr, d_ptr,
     M, N, K,
-    stride_am, stride_bk, stride_bn, stride_cm, stride_dm, stride_dn,
+    stride_cm, stride_dm, stride_dn,
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
@@ -109,30 +123,21 @@ def _persistent_kernel(
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K, row-major) @ B (+ beta * D).
 
-    B is (K, N) row-major, or K-major (column stride stride_bn) when B_K_MAJOR. A and B
-    row strides and base addresses 16-byte aligned (TMA). C: stored by TMA when C_TMA (the
-    same alignment), else by masked pointer stores (any row stride, e.g. 4097). D: any
+    Operands as host TMA descriptors (tma_descriptors): A (M, K); B (K, N), or its (N, K)
+    rows when B_K_MAJOR. C: c_desc when C_TMA, else masked pointer stores through c_ptr
+    (any row stride, e.g. 4097); c_ptr is C either way (its dtype). D: any
     strides (0 to broadcast). Grid: (min(NUM_SMS, tiles),). EPILOGUE_SUBTILE stores a TMA C
     as two BM x BN/2 halves. ACTIVATION: epilogue.ACTIVATIONS code, applied after beta * D.
     SPLIT (3xTF32 from staged halves): A and B hold float32 operands rounded to tf32 and
-    alo_ptr, blo_ptr their remainders (same shapes and strides); the product is three tf32
+    alo_desc, blo_desc their remainders (B's K-major); the product is three tf32
     dots, hi x hi + lo x hi + hi x lo, and PRECISION is ignored. The hi x hi products join
     acc by an IEEE add every HI_FLUSH_K elements of K (a multiple of 2 * BK; see
     hi_flush_k).
     """
-    a_desc, b_desc = operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk,
-                                         stride_bn, B_K_MAJOR, BM, BN, BK)
     if SPLIT:
         # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
         # dot(a, b, acc): every add in the tensor core again.
         tl.static_assert(HI_FLUSH_K % (2 * BK) == 0)
-        alo_desc = tl.make_tensor_descriptor(alo_ptr, shape=[M, K], strides=[stride_am, 1],
-                                             block_shape=[BM, BK])
-        blo_desc = tl.make_tensor_descriptor(blo_ptr, shape=[N, K], strides=[stride_bn, 1],
-                                             block_shape=[BN, BK])
-    c_desc = None
-    if C_TMA:
-        c_desc = output_descriptor(c_ptr, M, N, stride_cm, EPILOGUE_SUBTILE, BM, BN)
 
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
@@ -208,7 +213,7 @@ PERSISTENT_FAMILIES = ("tf32", "half", "half_mid", "split")
 _TUNED = make_tuners(_persistent_kernel, "persistent",
                      {family: configs.persistent_configs(family)
                       for family in PERSISTENT_FAMILIES},
-                     configs.persistent_prune)
+                     configs.persistent_prune, prepare=set_block_shapes)
 
 
 @functools.lru_cache(maxsize=None)
@@ -277,14 +282,13 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     has_d, d = epilogue_input(d, beta, out)
     b_k_major = _b_k_major(b)
     num_sms = _num_sms(a.device.index or 0)
-    ensure_allocator()
     tuning = tuning_args(m, n, k, a, b)
-    a_lo, b_lo = lo if split else (a, b)  # placeholders the kernel never reads
-    args = (a, b, out, d, a_lo, b_lo, m, n, k, a.stride(0), b.stride(0), b.stride(1),
-            out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
+    c_tma = _tma_ok(out, out.stride(0))
+    args = (*tma_descriptors(a, b, out, c_tma, lo), out, d, m, n, k, out.stride(0),
+            d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d, B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
-                ACTIVATION=activation, C_TMA=_tma_ok(out, out.stride(0)), SPLIT=split,
+                ACTIVATION=activation, C_TMA=c_tma, SPLIT=split,
                 HI_FLUSH_K=hi_flush_k(k) if split else 0)
 
     def grid(meta_):
@@ -296,5 +300,6 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
         config = configs.persistent_default_config(family)
     key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], meta["HI_FLUSH_K"], a.dtype,
            b.dtype, out.dtype, d.dtype)
-    launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family, key)
+    launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family, key,
+           prepare=set_block_shapes)
     return out

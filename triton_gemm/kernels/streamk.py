@@ -38,10 +38,10 @@ import triton
 import triton.language as tl
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, dot_precision, ensure_allocator, epilogue_input,
-                     flags, launch, make_tuners, tuning_args, workspace)
-from .persistent import (_b_k_major, _num_sms, _tma_ok, operand_descriptors,
-                         output_descriptor, store_tile, tile_origin)
+from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, flags, launch,
+                     make_tuners, tuning_args, workspace)
+from .persistent import (_b_k_major, _num_sms, _tma_ok, set_block_shapes, store_tile,
+                         tile_origin, tma_descriptors)
 
 # Config families: the persistent kernel's 16-bit and tf32 tiles (configs.streamk_configs).
 STREAMK_FAMILIES = ("half", "half_mid", "tf32")
@@ -80,9 +80,9 @@ def _owner(step, per, extra):
 
 @triton.jit
 def streamk_kernel(
-    a_ptr, b_ptr, c_ptr, d_ptr, part_ptr, flag_ptr,
+    a_desc, b_desc, c_desc, c_ptr, d_ptr, part_ptr, flag_ptr,
     M, N, K,
-    stride_am, stride_bk, stride_bn, stride_cm, stride_dm, stride_dn,
+    stride_cm, stride_dm, stride_dn,
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
@@ -90,17 +90,12 @@ def streamk_kernel(
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
-    """C = act(alpha * A @ B + beta * D), operands as kernels/persistent.py takes them (A
-    row-major, B row-major or K-major, TMA-aligned; C by TMA when C_TMA). part_ptr: fp32
+    """C = act(alpha * A @ B + beta * D), operands as kernels/persistent.py takes them (host
+    TMA descriptors of A, B and, when C_TMA, C; c_ptr is C either way). part_ptr: fp32
     workspace of NUM_SMS BM x BN tiles; flag_ptr: NUM_SMS int32 zeros, left zero. Grid:
     (NUM_SMS,). WARP_SPECIALIZE must be off (the configs share persistent's keys)."""
     tl.static_assert(not WARP_SPECIALIZE)
     pid = tl.program_id(0)
-    a_desc, b_desc = operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk,
-                                         stride_bn, B_K_MAJOR, BM, BN, BK)
-    c_desc = None
-    if C_TMA:
-        c_desc = output_descriptor(c_ptr, M, N, stride_cm, EPILOGUE_SUBTILE, BM, BN)
 
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
@@ -158,7 +153,7 @@ def streamk_kernel(
 
 _TUNED = make_tuners(streamk_kernel, "streamk",
                      {family: configs.streamk_configs(family) for family in STREAMK_FAMILIES},
-                     configs.persistent_prune)
+                     configs.persistent_prune, prepare=set_block_shapes)
 
 
 def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activation=0,
@@ -172,7 +167,6 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
         return out
     has_d, d = epilogue_input(d, beta, out)
     num_sms = _num_sms(a.device.index or 0)
-    ensure_allocator()
     tuning = tuning_args(m, n, k, a, b)
     family = configs.persistent_family(a.dtype, False, m, n, num_sms)
     if config is None and (INTERPRETER or not AUTOTUNE):
@@ -180,14 +174,15 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     biggest = max(c.kwargs["BM"] * c.kwargs["BN"] for c in
                   ([config] if config is not None else _TUNED[family].configs))
     parts = workspace((num_sms * biggest,), torch.float32, a.device)
-    args = (a, b, out, d, parts, flags(num_sms, a.device), m, n, k, a.stride(0), b.stride(0),
-            b.stride(1), out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta),
+    c_tma = _tma_ok(out, out.stride(0))
+    args = (*tma_descriptors(a, b, out, c_tma)[:3], out, d, parts, flags(num_sms, a.device),
+            m, n, k, out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta),
             *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d,
                 B_K_MAJOR=_b_k_major(b), UPCAST=INTERPRETER and a.dtype == torch.bfloat16,
-                NUM_SMS=num_sms, ACTIVATION=activation, C_TMA=_tma_ok(out, out.stride(0)))
+                NUM_SMS=num_sms, ACTIVATION=activation, C_TMA=c_tma)
     key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], a.dtype, b.dtype, out.dtype,
            d.dtype)
     launch(streamk_kernel, _TUNED[family], (num_sms,), args, meta, config,
-           configs.STREAMK_PREFIX + family, key)
+           configs.STREAMK_PREFIX + family, key, prepare=set_block_shapes)
     return out
