@@ -34,9 +34,9 @@ def tma_descriptors(a, b, out, c_tma: bool, lo=None) -> tuple:
 
     Why host descriptors: built in the kernel (tl.make_tensor_descriptor), each program
     first writes its descriptors to global memory and fences them, ~3 us at the start of
-    every launch. perf/_probe (H100, fp16, same kernel and tile, CUDA-graph time, us;
-    device-built -> host): 1000^3 128x128x64 12.0 -> 10.3 (cuBLAS 8.5), 1024^3 128x64x64
-    9.9 -> 6.2 (5.7), 2048^3 128x256x64 29.0 -> 27.3 (25.8), 4096^3 217 -> 216."""
+    every launch. A probe kernel on the H100 (fp16, the same tile both ways, CUDA-graph
+    time, us; device-built -> host): 1000^3 128x128x64 12.0 -> 10.3 (cuBLAS 8.5), 1024^3
+    128x64x64 9.9 -> 6.2 (5.7), 2048^3 128x256x64 29.0 -> 27.3 (25.8), 4096^3 217 -> 216."""
     def desc(t, rows_by_cols):
         return TensorDescriptor(t, list(rows_by_cols), [t.stride(0), 1], _PLACEHOLDER_BLOCK)
     m, k = a.shape
