@@ -158,3 +158,18 @@ def test_splitk_partials_stay_within_their_budget():
         kept = configs.splitk_affordable(cfgs, m, n, k, 2)
         same_key = (configs.bucket(m), configs.bucket(n), configs.bucket(k))
         assert kept and kept == configs.splitk_affordable(cfgs, *same_key, 2)
+
+
+def test_persistent_tiles_that_leave_most_sms_idle_are_not_tuned():
+    """busy_enough drops tiles whose SM occupancy is far below the best config's (1000^3
+    on 132 SMs: 32 tiles of 128x256 against 64 of 128x128) and keeps every tile where all
+    of them fill their waves (4096^3), or where the SM count is unknown."""
+    cfgs = configs.persistent_configs("half")
+    names = {configs.config_name(c, "half") for c in cfgs}
+
+    def kept(m, n, sms):
+        return {configs.config_name(c, "half") for c in configs.busy_enough(cfgs, m, n, sms)}
+    small = kept(1000, 1000, 132)
+    assert small and all("128x128" in name for name in small)
+    assert kept(4096, 4096, 132) == names
+    assert kept(1000, 1000, None) == names

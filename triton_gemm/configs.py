@@ -558,8 +558,31 @@ def persistent_prune(configs_in, named_args, family: str, **kwargs):
     fitting = [c for c in configs_in
                if persistent_fits(c, family, bool(kwargs.get("HAS_D")), limit,
                                   bool(kwargs.get("C_TMA", True)))]
-    return select(fitting or list(configs_in), named_args["M"], named_args["N"],
-                  named_args["K"], a.element_size(), limit)
+    m, n = named_args["M"], named_args["N"]
+    chosen = select(fitting or list(configs_in), m, n, named_args["K"], a.element_size(),
+                    limit)
+    return busy_enough(chosen, m, n, kwargs.get("NUM_SMS"))
+
+
+# A persistent tile that leaves most SMs idle loses to a smaller one that fills them, but
+# the autotuner's short timings of ~10 us kernels do not always see it: at 1000^3 fp16 it
+# chose 128x256 tiles (32 tiles on 132 SMs, 18.2 us in the report, H100, L2 flushed) where
+# 128x128 (64 tiles) ran 13.8 us (tile_probe.py, same session). So configs whose SM
+# occupancy (tiles per SM-wave slot over their waves) is under this share of the best
+# config's are not tuned. 2048^3 and up: every tile of the families keeps >= 0.97.
+MIN_OCCUPANCY_SHARE = 0.75
+
+
+def busy_enough(configs_in, m: int, n: int, sms: int | None) -> list:
+    """configs_in less those that keep far fewer SMs busy than the best of them."""
+    if not sms:
+        return list(configs_in)
+
+    def occupancy(c) -> float:
+        tiles = -(-m // c.kwargs["BM"]) * -(-n // c.kwargs["BN"])
+        return tiles / (-(-tiles // sms) * sms)
+    best = max(occupancy(c) for c in configs_in)
+    return [c for c in configs_in if occupancy(c) >= MIN_OCCUPANCY_SHARE * best]
 
 
 # Kernel arguments the tuned config is keyed on (plus the dtypes of the tensor arguments,
