@@ -587,8 +587,9 @@ def busy_enough(configs_in, m: int, n: int, sms: int | None) -> list:
 
 # Kernel arguments the tuned config is keyed on (plus the dtypes of the tensor arguments,
 # which Triton's autotuner always appends: of A and B, or of C and D where A and B go as TMA
-# descriptors; the persistent kernels' C has A's dtype). HAS_D: a D epilogue changes which persistent tiles fit in
-# shared memory (PERSISTENT_SMEM), so a config tuned without D must not run with one.
+# descriptors; the persistent kernels' C has A's dtype). HAS_D: a D epilogue changes which
+# persistent tiles fit in shared memory (PERSISTENT_SMEM), so a config tuned without D must
+# not run with one.
 # C_TMA (persistent kernel): a TMA or a pointer store of C, tuned apart. HI_FLUSH_K (the
 # persistent split kernel's accumulator flush) changes within a K bucket.
 TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D", "C_TMA",
