@@ -18,18 +18,23 @@ from triton_gemm import configs  # noqa: E402
 from triton_gemm.kernels.persistent import _persistent_kernel  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
-INT_ARGS = ("M", "N", "K", "stride_am", "stride_bk", "stride_bn", "stride_cm", "stride_dm",
-            "stride_dn", "M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT")
+INT_ARGS = ("M", "N", "K", "stride_cm", "stride_dm", "stride_dn", "M_BUCKET", "N_BUCKET",
+            "K_BUCKET", "LAYOUT")
 
 
 def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True,
                  split: bool = False) -> int:
-    """Compile one config the way the GPU specialises it: pointers and sizes divisible by
-    16 (stride_cm not, for a pointer-stored C), and (the costly case) a D with unit column
-    stride."""
+    """Compile one config the way the GPU specialises it: host TMA descriptors with the
+    config's block shapes (B K-major; C's without c_tma and the remainders' without split
+    are None), pointers and sizes divisible by 16 (stride_cm not, for a pointer-stored C),
+    and (the costly case) a D with unit column stride."""
     _, bm, bn, bk, warps, stages, subtile, *ws = tile
-    sig = {name: f"*{dtype}"
-           for name in ("a_ptr", "b_ptr", "c_ptr", "d_ptr", "alo_ptr", "blo_ptr")}
+    sig = {"c_ptr": f"*{dtype}", "d_ptr": f"*{dtype}",
+           "a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>",
+           "b_desc": f"tensordesc<{dtype}[{bn}, {bk}]>",
+           "c_desc": f"tensordesc<{dtype}[{bm}, {bn // 2 if subtile else bn}]>",
+           "alo_desc": f"tensordesc<{dtype}[{bm}, {bk}]>",
+           "blo_desc": f"tensordesc<{dtype}[{bn}, {bk}]>"}
     sig.update({name: "i32" for name in INT_ARGS})
     sig.update(alpha="fp32", beta="fp32")
     const = dict(PRECISION=precision, HAS_D=has_d, B_K_MAJOR=True, UPCAST=False, NUM_SMS=132,
@@ -38,9 +43,13 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = Tr
                  WARP_SPECIALIZE=bool(ws and ws[0]))
     if has_d:
         const["stride_dn"] = 1
+    if not c_tma:
+        const["c_desc"] = None
+    if not split:
+        const.update(alo_desc=None, blo_desc=None)
     order = list(_persistent_kernel.arg_names)
     signature = {name: ("constexpr" if name in const else sig[name]) for name in order}
-    divisible = [n for n in order if n not in const
+    divisible = [n for n in order if n not in const and not n.endswith("_desc")
                  and n not in ("stride_dm", "alpha", "beta") + (() if c_tma else ("stride_cm",))]
     src = ASTSource(_persistent_kernel, signature,
                     constexprs={(order.index(k),): v for k, v in const.items()},
@@ -53,6 +62,7 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = Tr
 def main() -> int:
     cases = {"half": [("fp16", "tf32", False)], "half_mid": [("fp16", "tf32", False)],
              "tf32": [("fp32", "tf32", False), ("fp32", "tf32x3", False)],
+             "tf32_mid": [("fp32", "tf32", False)],
              "split": [("fp32", "tf32x3", True)]}
     print("name: ((TMA-stored C: bytes without D, with D), (pointer-stored C: ...))")
     for family, variants in cases.items():

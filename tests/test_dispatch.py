@@ -550,9 +550,10 @@ def test_skinny_product_against_a_weight_as_planned(dtype, precision):
 
 def test_mid_m_weight_products_take_the_persistent_kernel():
     """16-bit products of SKINNY_M < M <= MID_M_MAX rows against a weight of at least
-    MID_MIN_WEIGHT elements run on the persistent kernel at any tile count (its mid-M tiles);
-    fewer rows split K, more rows or a smaller weight keep the plain kernel below one 128x128
-    tile per SM, and fp32 operands are not mid-M."""
+    MID_MIN_WEIGHT elements run on the persistent kernel at any tile count (its mid-M tiles),
+    tf32 ones too against a K-major weight; fewer rows split K, more rows or a smaller weight
+    keep the plain kernel below one 128x128 tile per SM, and so do tf32 products against a
+    row-major weight and fp32 FMA ones."""
     sms = 132
 
     def plan(m, n, k, precision="half", dtype=torch.float16):
@@ -565,7 +566,11 @@ def test_mid_m_weight_products_take_the_persistent_kernel():
     assert plan(dispatch.SKINNY_M, 2048, 4096).split_k
     assert not plan(configs.MID_M_MAX + 1, 2048, 4096).persistent  # 48 tiles
     assert not plan(128, 4096, 4095).persistent  # weight just below MID_MIN_WEIGHT
-    assert not plan(128, 4096, 4096, "tf32", torch.float32).persistent
+    assert plan(128, 4096, 4096, "tf32", torch.float32) == dispatch.Plan(
+        False, False, False, persistent=True)
+    assert not dispatch.plan(*_ops(128, 4096, 4096), "tf32", sms).persistent  # row-major B
+    assert not plan(128, 4096, 4096, "ieee", torch.float32).persistent
+    assert not plan(128, 4096, 4096, "tf32x3", torch.float32).persistent
     assert not dispatch.plan(*_ops(128, 4096, 4096, dtype=torch.float16), "half",
                              sms, tma=False).persistent
 
@@ -577,24 +582,26 @@ def test_persistent_family_by_shape():
     assert configs.persistent_family(torch.bfloat16, False, 256, 4096, 132) == "half_mid"
     assert configs.persistent_family(half, False, 257, 4096, 132) == "half"
     assert configs.persistent_family(half, False, 256, 16384, 132) == "half"  # 256 tiles
-    assert configs.persistent_family(torch.float32, False, 128, 4096, 132) == "tf32"
+    assert configs.persistent_family(torch.float32, False, 128, 4096, 132) == "tf32_mid"
+    assert configs.persistent_family(torch.float32, False, 512, 4096, 132) == "tf32"
     assert configs.persistent_family(torch.float32, True, 128, 4096, 132) == "split"
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="the mid-M plan needs the GPU's TMA kernel")
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_mid_m_product_runs_on_the_mid_tiles(dtype):
     """A mid-M product as the dispatcher plans it, with a bias-style D: right answer on a
-    poisoned output, tuned over the mid-M tiles."""
+    poisoned output, tuned over the mid-M tiles (fp32 operands at tf32)."""
     m, n, k = 128, 4096, 4096
+    precision, family = ("tf32", "tf32_mid") if dtype == torch.float32 else ("half", "half_mid")
     a = randn(1, m, k, dtype=dtype)
     b = randn(1, n, k, dtype=dtype).transpose(1, 2)
     d = randn(n, dtype=dtype)
-    p = dispatch.plan(a, b, "half", *_persistent.gpu_sms(a.device))
+    p = dispatch.plan(a, b, precision, *_persistent.gpu_sms(a.device))
     assert p.persistent
     out = torch.full((1, m, n), float("nan"), dtype=dtype, device=a.device)
-    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision="half")
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision)
     ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
-    assert_close(out, ref, dtype, None, "mid-M")
-    assert last_config() in {configs.config_name(c, "half_mid")
-                             for c in configs.persistent_configs("half_mid")}
+    assert_close(out, ref, dtype, None if precision == "half" else precision, "mid-M")
+    assert last_config() in {configs.config_name(c, family)
+                             for c in configs.persistent_configs(family)}

@@ -141,7 +141,8 @@ PERSISTENT_CASES = [
 ] + [
     ("tf32", tile, torch.float32, precision, True)
     for tile in configs.persistent_tiles("tf32") for precision in ("tf32", "tf32x3")
-] + [("split", tile, torch.float32, "tf32x3", True) for tile in configs.persistent_tiles("split")]
+] + [("tf32_mid", tile, torch.float32, "tf32", True)
+     for tile in configs.persistent_tiles("tf32_mid")] + [("split", tile, torch.float32, "tf32x3", True) for tile in configs.persistent_tiles("split")]
 
 
 @requires_kernels
@@ -217,7 +218,7 @@ def test_persistent_stores_an_unaligned_output_without_tma(dtype, precision):
 def test_every_persistent_config_has_a_measured_shared_memory_size():
     """Both C stores measured; every config runs TMA-stored on the H100, and whatever the
     epilogue, some config of each family fits (the defaults, which run untuned)."""
-    for family in ("half", "half_mid", "tf32", "split"):
+    for family in persistent.PERSISTENT_FAMILIES:
         for tile in configs.persistent_tiles(family):
             (without_d, with_d), pointer_stored = configs.PERSISTENT_SMEM[tile[0]]
             assert without_d <= H100_SMEM, f"{tile[0]} cannot run on the H100"

@@ -143,6 +143,15 @@ _PERSISTENT_TILES = {
         # tile unspecialised (cuBLAS 3208); 4096^3 386 against 381 (cuBLAS 344).
         ("pt_128x256x32_sub_ws", 128, 256, 32, 8, 3, True, True),
     ),
+    # tf32 mid-M products (as half_mid, B K-major: a linear layer's weight). tile_probe.py,
+    # H100, tf32 nt, L2 flushed, us (plain kernel as tuned, cuBLAS tf32): 128x4096x4096
+    # 64x64x64 s5 31.5, 128x64x32 s8 36.1, 128x32x32 s8 37.0 (38.6, 30.8); 128x4096x11008
+    # 64x64x64 s5 78.0, 128x64x32 s8 87.0, 128x32x32 s8 88.3 (97.0, 84.7); 128x128x32 tiles
+    # 50-127 us.
+    "tf32_mid": (
+        ("pmt_64x64x64", 64, 64, 64, 4, 5, False),
+        ("pmt_128x64x32_s8", 128, 64, 32, 4, 8, False),
+    ),
     # 3xTF32 from staged halves: four fp32 tiles per K step (A, B and their remainders),
     # so half the K depth of the tf32 tiles buys the same stages, and three accumulators
     # (kernels/persistent.py), so no 128x256 tile. tile_probe.py, H100, L2 flushed,
@@ -158,24 +167,25 @@ _PERSISTENT_TILES = {
 }
 # Run when tuning is off: fits shared memory with the addmm/bias epilogue too.
 _PERSISTENT_DEFAULT = {"half": "p_128x128x64", "half_mid": "pm_64x64x128", "tf32": "pt_128x64x32",
-                       "split": "ps_128x64x16"}
+                       "tf32_mid": "pmt_64x64x64", "split": "ps_128x64x16"}
 
-# Rows up to which a 16-bit product with fewer 128x128 tiles than SMs takes the mid-M tiles.
+# Rows up to which a product with fewer 128x128 tiles than SMs takes the mid-M tiles.
 MID_M_MAX = 256
 
 
 def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int) -> str:
-    """The persistent config family of a product: "split" for staged tf32 halves, "tf32" for
-    fp32 operands, "half_mid" for 16-bit ones with at most MID_M_MAX rows and fewer 128x128
-    tiles than SMs, else "half". Measured on dispatch's mid-M products (weights of 4096^2 and
-    up); small products that reach the persistent kernel unpadded (16-byte rows, e.g.
-    200x1000x1000 fp16) take these tiles too, unmeasured."""
+    """The persistent config family of a product: "split" for staged tf32 halves; for fp32
+    operands "tf32_mid" with at most MID_M_MAX rows and fewer 128x128 tiles than SMs, else
+    "tf32"; for 16-bit ones "half_mid" and "half" by the same rule. Measured on dispatch's
+    mid-M products (weights of 4096^2 and up); small products that reach the persistent
+    kernel unpadded (16-byte rows, e.g. 200x1000x1000 fp16) take these tiles too,
+    unmeasured."""
     if split:
         return "split"
+    mid = m <= MID_M_MAX and -(-m // 128) * -(-n // 128) < sms
     if dtype not in (torch.float16, torch.bfloat16):
-        return "tf32"
-    tiles = -(-m // 128) * -(-n // 128)
-    return "half_mid" if m <= MID_M_MAX and tiles < sms else "half"
+        return "tf32_mid" if mid else "tf32"
+    return "half_mid" if mid else "half"
 
 
 # The split-K kernel (kernels/splitk.py): (name, BM, BN, BK, SPLIT, num_warps, num_stages).
@@ -250,6 +260,8 @@ PERSISTENT_SMEM = {
     "pm_128x64x128": ((213024, 229408), (213024, 213024)),
     "pm_128x128x64_s6": ((229424, 237616), (204848, 204848)),
     "pm_128x64x64_s8": ((213056, 229440), (213056, 213056)),
+    "pmt_64x64x64": ((180264, 196648), (180264, 180264)),
+    "pmt_128x64x32_s8": ((229440, 262208), (229440, 229440)),
     "pt_128x256x32_sub": ((229408, 344088), (278552, 278552)),
     "pt_128x128x32_sub": ((163896, 229408), (196640, 196640)),
     "pt_128x128x32": ((163872, 229400), (163864, 163864)),

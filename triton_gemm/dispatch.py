@@ -102,8 +102,10 @@ FMA_STAGE_B_MIN_M = 128
 # the plain kernel's grid is no smaller and skips the tile loop.
 PERSISTENT_TILE = 128
 # Except for 16-bit mid-M products (SKINNY_M < M <= configs.MID_M_MAX) against a weight of
-# at least MID_MIN_WEIGHT elements: the persistent kernel's small deep-pipelined tiles
-# (configs "half_mid") read the weight faster than the plain kernel's. tile_probe.py, H100,
+# at least MID_MIN_WEIGHT elements, and tf32 ones against a K-major weight (wgmma's layout
+# for fp32 operands; too few rows to repay a K-major copy): the persistent kernel's small
+# deep-pipelined tiles (configs "half_mid", "tf32_mid", where the tf32 figures are) read
+# the weight faster than the plain kernel's. tile_probe.py, H100,
 # fp16 nt, L2 flushed, best mid tile against the plain kernel as tuned (cuBLAS):
 # 128x4096x4096 26.0 vs 30.1 us (22.3), 128x4096x11008 52.6 vs 62.5 (48.3), 128x8192x28672
 # 184.5 vs 192.2 (190.2), 256x4096x4096 28.7 vs 32.4 (26.4); 1024^3 (not mid-M) 12.3 vs 11.1.
@@ -216,8 +218,8 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
     direct = _tma_direct(a, b, fp32_tensor_core) if pad and tma_kernel else None
-    mid_m = (precision == "half" and SKINNY_M < m <= configs.MID_M_MAX
-             and n * k >= MID_MIN_WEIGHT)
+    mid_m = ((precision == "half" or (precision == "tf32" and sb[1] == 1))
+             and SKINNY_M < m <= configs.MID_M_MAX and n * k >= MID_MIN_WEIGHT)
     persistent = tma_kernel and (tiles >= sms or mid_m)
     # The row strip's skinny product streams B: fast only K-major (see _fringe_core).
     b_k_major_staged = b_k_major or (sb[1] == 1 and (direct is not None or not pad))

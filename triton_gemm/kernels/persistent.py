@@ -206,9 +206,9 @@ def hi_flush_k(k: int) -> int:
 
 
 # "split": 3xTF32 from staged halves (SPLIT), twice the operand tiles per K step;
-# "half_mid": small 16-bit tiles for products with fewer tiles than SMs
+# "half_mid", "tf32_mid": small tiles for products with fewer tiles than SMs
 # (configs.persistent_family).
-PERSISTENT_FAMILIES = ("tf32", "half", "half_mid", "split")
+PERSISTENT_FAMILIES = ("tf32", "tf32_mid", "half", "half_mid", "split")
 
 _TUNED = make_tuners(_persistent_kernel, "persistent",
                      {family: configs.persistent_configs(family)

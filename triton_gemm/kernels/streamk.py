@@ -44,7 +44,7 @@ from .persistent import (_b_k_major, _num_sms, _tma_ok, set_block_shapes, store_
                          tile_origin, tma_descriptors)
 
 # Config families: the persistent kernel's 16-bit and tf32 tiles (configs.streamk_configs).
-STREAMK_FAMILIES = ("half", "half_mid", "tf32")
+STREAMK_FAMILIES = ("half", "half_mid", "tf32", "tf32_mid")
 
 
 @triton.jit
