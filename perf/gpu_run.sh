@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call, logs under $OUT:
-#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [overhead] [transformer] [quick] [report ARGS...]
+#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [overhead] [tune_time] [transformer] [quick] [report ARGS...]
 # tests: the GPU pytest suite (TESTS="paths" for a part of it); sanitize: compute-sanitizer memcheck over the CUDA ladder;
 # simt: the warp-tiled SIMT kernel sweep (perf/tune_simt.py); ncu_simt: Nsight Compute of ladder
 # step 9 and triton_gemm ieee beside cuBLAS SGEMM at 4096^3 (perf/profile_simt.py, executed
 # instructions per opcode included), and the CUDA ladder's SASS;
-# overhead: host cost per eager call (perf/overhead.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
+# overhead: host cost per eager call (perf/overhead.py); tune_time: first-call tuning time and its reuse by a second process (perf/tune_time.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$(mktemp -d)}"
@@ -39,6 +39,9 @@ while [ $# -gt 0 ]; do
             status=$((status | $?)); grep -vE "^==PROF==" "$out/ncu_simt.log" | head -400
             so=$(grep -oE "extension: .*" "$out/ncu_simt.log" | cut -d' ' -f2)
             [ -n "$so" ] && cuobjdump -sass "$so" > "$out/cuda_ref.sass" 2>&1 ;;
+        tune_time)
+            python3 perf/tune_time.py --out "$out/tune_time" 2>&1 | tee "$out/tune_time.log" | tail -12
+            status=$((status | ${PIPESTATUS[0]})) ;;
         overhead)
             { python3 perf/overhead.py --shape 256,256,256 --profile
               python3 perf/overhead.py --shape 2048,2048,2048

@@ -44,7 +44,8 @@ the plain kernel's thin tiles stream the weight in one launch; at fp32 FMA (ieee
 rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K. On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
-mid-M products (65..256 rows against a large weight) on its small tiles; the rest, and
+mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
+weight, on its small tiles; the rest, and
 every batched product, run on the plain tiled kernel (kernels/matmul.py).
 """
 
