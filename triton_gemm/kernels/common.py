@@ -153,8 +153,8 @@ def _specialisation(arg):
     """What a compiled kernel depends on of a leading (pointer or descriptor) argument."""
     if arg is None:
         return None
-    if isinstance(arg, TensorDescriptor):
-        return arg.base.dtype, tuple(arg.block_shape), arg.base.data_ptr() % 16 == 0
+    if isinstance(arg, TensorDescriptor):  # its base is 16-byte aligned (it asserts so)
+        return arg.base.dtype, tuple(arg.block_shape)
     return arg.dtype, arg.data_ptr() % 16 == 0
 
 

@@ -18,10 +18,11 @@ a stream (common.flags).
 
 Why: a product with fewer tiles than SMs, or a last wave of few tiles, leaves SMs idle:
 1000^3 fp16 makes 64 tiles of 128x128 on the H100's 132 SMs, and runs at 0.72x cuBLAS on
-the persistent kernel (perf/report.py).
+the persistent kernel (perf/report.py; 0.84x after it took host TMA descriptors).
 
 Not dispatched: measured slower than the persistent kernel where it was meant to help. H100,
-us, L2 flushed by a read (graph replay in brackets), the same tile on both kernels,
+both kernels still building their TMA descriptors in the kernel (not re-timed since), us,
+L2 flushed by a read (graph replay in brackets), the same tile on both kernels,
 persistent against stream-K: 1000^3 fp16 128x128x64 16.5 [12.4] against 23.8 [18.8] (cuBLAS
 11.2); 4096^3 fp16 128x256x64 188.6 against 200.0 (cuBLAS 179.7); 128x4096x11008 nt fp16
 64x64x128 44.5 against 50.5. Faster only with tiles too large for the shape or at 8192^3:
