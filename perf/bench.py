@@ -178,3 +178,19 @@ def graph_ms(fn: Callable, operand_sets) -> float:
     import triton.testing
     a, b = operand_sets[0]
     return triton.testing.do_bench_cudagraph(lambda: fn(a, b), rep=100, return_mode="median")
+
+
+def cold_graph_ms(fn: Callable) -> float:
+    """Median milliseconds of fn() captured in a CUDA graph and replayed after an L2 flush
+    (gpu_median_ms): cold-L2 GPU time without the host's cost, where the eager median of a
+    call whose host work outlasts the flush (a path dispatch.run plans afresh each call,
+    perf/plans.py) times the host instead."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()  # allocations and compilation outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return gpu_median_ms(graph.replay)

@@ -23,28 +23,34 @@ INT_ARGS = ("M", "N", "K", "stride_cm", "stride_dm", "stride_dn", "M_BUCKET", "N
 
 
 def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True,
-                 split: bool = False) -> int:
+                 split: bool = False, half_tail: bool = False) -> int:
     """Compile one config the way the GPU specialises it: host TMA descriptors with the
-    config's block shapes (B K-major; C's without c_tma and the remainders' without split
-    are None), pointers and sizes divisible by 16 (stride_cm not, for a pointer-stored C),
-    and (the costly case) a D with unit column stride."""
+    config's block shapes (B K-major; C's without c_tma, the remainders' without split and
+    the tail's without half_tail are None), pointers and sizes divisible by 16 (stride_cm
+    not, for a pointer-stored C), and (the costly case) a D with unit column stride."""
     _, bm, bn, bk, warps, stages, subtile, *ws = tile
     sig = {"c_ptr": f"*{dtype}", "d_ptr": f"*{dtype}",
            "a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>",
            "b_desc": f"tensordesc<{dtype}[{bn}, {bk}]>",
            "c_desc": f"tensordesc<{dtype}[{bm}, {bn // 2 if subtile else bn}]>",
            "alo_desc": f"tensordesc<{dtype}[{bm}, {bk}]>",
-           "blo_desc": f"tensordesc<{dtype}[{bn}, {bk}]>"}
+           "blo_desc": f"tensordesc<{dtype}[{bn}, {bk}]>",
+           "bt_desc": f"tensordesc<{dtype}[{bn // 2}, {bk}]>",
+           "ct_desc": f"tensordesc<{dtype}[{bm}, {bn // 4 if subtile else bn // 2}]>"}
     sig.update({name: "i32" for name in INT_ARGS})
     sig.update(alpha="fp32", beta="fp32")
     const = dict(PRECISION=precision, HAS_D=has_d, B_K_MAJOR=True, UPCAST=False, NUM_SMS=132,
                  C_TMA=c_tma, ACTIVATION=0, SPLIT=split, HI_FLUSH_K=64 if split else 0,
+                 HALF_TAIL=half_tail,
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,
                  WARP_SPECIALIZE=bool(ws and ws[0]))
     if has_d:
         const["stride_dn"] = 1
     if not c_tma:
         const["c_desc"] = None
+        const["ct_desc"] = None
+    if not half_tail:
+        const.update(bt_desc=None, ct_desc=None)
     if not split:
         const.update(alo_desc=None, blo_desc=None)
     order = list(_persistent_kernel.arg_names)

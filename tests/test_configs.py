@@ -173,3 +173,21 @@ def test_persistent_tiles_that_leave_most_sms_idle_are_not_tuned():
     assert small and all("128x128" in name for name in small)
     assert kept(4096, 4096, 132) == names
     assert kept(1000, 1000, None) == names
+
+
+def test_16_bit_products_with_a_wave_of_wide_tiles_tune_only_wide_tiles():
+    """wide_when_a_wave keeps only 128x256-sized tiles of the 16-bit family where 128x256
+    tiles fill a wave (2048x11008: 688 tiles on 132 SMs), every tile below that (2048^3:
+    128 tiles), for other families, and where the SM count is unknown."""
+    cfgs = configs.persistent_configs("half")
+
+    def kept(m, n, sms, family="half"):
+        return {configs.config_name(c, "half")
+                for c in configs.wide_when_a_wave(cfgs, m, n, sms, family)}
+    everything = kept(1, 1, None)
+    wide = kept(2048, 11008, 132)
+    assert wide and all(("128x256" in x or "256x128" in x) for x in wide)
+    assert everything - wide and all("128x128" in x for x in everything - wide)
+    assert kept(2048, 2048, 132) == everything
+    assert kept(2048, 11008, 132, "tf32") == everything
+

@@ -170,6 +170,36 @@ def test_every_persistent_config(family, tile, dtype, precision, b_k_major):
     assert_close(out, ref, dtype, None if precision == "half" else precision, tile[0])
 
 
+@requires_kernels
+@pytest.mark.parametrize("family,dtype,precision", [("half", torch.float16, "half"),
+                                                    ("tf32", torch.float32, "tf32")])
+def test_persistent_runs_a_part_wave_tail_as_half_tiles(family, dtype, precision):
+    """Whole waves of 128x256 tiles and a tail of at most half a wave (run as 128x128
+    halves, HALF_TAIL) in one launch: 144 tiles on the H100's 132 SMs, 3 on the
+    interpreter's 2; every element of the poisoned output written, with a D epilogue, TMA-
+    and pointer-stored."""
+    sms = persistent._num_sms(0)
+    rows, cols = (12, 12) if DEVICE == "cuda" else (3, 1)
+    m, n, k = rows * 128 - 5, cols * 256 - 24, 200 if DEVICE == "cuda" else 70
+    tail = (rows * cols) % sms
+    assert rows * cols > sms and 0 < 2 * tail <= sms
+    assert family in persistent.HALF_TAIL_FAMILIES
+    name = "p_128x256x64_sub" if family == "half" else "pt_128x256x32_sub"
+    assert configs.persistent_tiles(family)[0][:3] == (name, 128, 256)
+    config = configs.persistent_configs(family)[0]
+    a = aligned(m, k, dtype)
+    b = aligned(n, k, dtype).t()
+    d = randn(n, dtype=dtype)
+    ref = (-(a.double() @ b.double()) + 2.0 * d.double()).cpu()
+    for pad in (0, 1):  # an aligned output row (TMA store), then an unaligned one
+        storage = torch.full((m, n + pad), float("nan"), dtype=dtype, device=a.device)
+        out = storage[:, :n]
+        persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision,
+                             config=config)
+        assert_close(out, ref, dtype, None if precision == "half" else precision,
+                     f"tail, row pad {pad}")
+
+
 def test_split_flush_interval_is_at_least_two_k_steps_of_every_split_tile():
     """The split kernel folds a one-step flush back into the tensor core's accumulator
     (its static_assert); the interval grows with K, never past 128 (256 measured less

@@ -573,7 +573,8 @@ def persistent_prune(configs_in, named_args, family: str, **kwargs):
     m, n = named_args["M"], named_args["N"]
     chosen = select(fitting or list(configs_in), m, n, named_args["K"], a.element_size(),
                     limit)
-    return busy_enough(chosen, m, n, kwargs.get("NUM_SMS"))
+    sms = kwargs.get("NUM_SMS")
+    return wide_when_a_wave(busy_enough(chosen, m, n, sms), m, n, sms, family)
 
 
 # A persistent tile that leaves most SMs idle loses to a smaller one that fills them, but
@@ -595,6 +596,27 @@ def busy_enough(configs_in, m: int, n: int, sms: int | None) -> list:
         return tiles / (-(-tiles // sms) * sms)
     best = max(occupancy(c) for c in configs_in)
     return [c for c in configs_in if occupancy(c) >= MIN_OCCUPANCY_SHARE * best]
+
+
+# With at least a wave of 128x256 tiles, the 16-bit family's 128x128 tiles lost to its
+# 128x256 ones in every probe of pinned configs (H100, L2 flushed, fp16 / bf16, us, best
+# 128x256 against p_128x128x64): 2048x11008x4096 nt 267.7 vs 277.0 / 259.1 vs 273.1,
+# 8192x11008x4096 nt 1098.7 vs 1205.2 / 1057.3 vs 1189.2, 8192^3 1533.8 vs 1795.1 / 1506.5
+# vs 1605.6, 4096^3 190.6 vs 213.4 / 183.9 vs 208.0, 2048x28672x8192 nt 1433.3 vs 1607.6 /
+# 1387.2 vs 1503.1. Yet the autotuner, timing each config once, chose p_128x128x64_w4 at
+# 2048x11008x4096 fp16 (279.3 us) and 8192^3 bf16 (1665.0) in the same session. So there
+# they are not tuned. tf32's tiles: not measured this way.
+WIDE_TILE = 128 * 256
+WIDE_FAMILIES = ("half",)
+
+
+def wide_when_a_wave(configs_in, m: int, n: int, sms: int | None, family: str) -> list:
+    """configs_in less the tiles smaller than WIDE_TILE where 128x256 tiles fill at least
+    one wave of sms (WIDE_FAMILIES only; all of them if nothing else is left)."""
+    if family not in WIDE_FAMILIES or not sms or -(-m // 128) * -(-n // 256) < sms:
+        return list(configs_in)
+    wide = [c for c in configs_in if c.kwargs["BM"] * c.kwargs["BN"] >= WIDE_TILE]
+    return wide or list(configs_in)
 
 
 # Kernel arguments the tuned config is keyed on (plus the dtypes of the tensor arguments,

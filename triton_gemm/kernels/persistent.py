@@ -27,10 +27,11 @@ from .epilogue import finish
 TMA_ALIGN_BYTES = 16
 
 
-def tma_descriptors(a, b, out, c_tma: bool, lo=None) -> tuple:
-    """Host TMA descriptors (A, B, C or None without c_tma, A lo, B lo or None without lo)
-    for the kernel's leading arguments. Their block shapes depend on the config and are set
-    by set_block_shapes before each launch.
+def tma_descriptors(a, b, out, c_tma: bool, lo=None, half_tail: bool = False) -> tuple:
+    """Host TMA descriptors (A, B, C or None without c_tma, A lo, B lo or None without lo,
+    then B and C again for the half-width tail tiles, or None without half_tail) for the
+    kernel's leading arguments. Their block shapes depend on the config and are set by
+    set_block_shapes before each launch.
 
     Why host descriptors: built in the kernel (tl.make_tensor_descriptor), each program
     first writes its descriptors to global memory and fences them, ~3 us at the start of
@@ -42,13 +43,16 @@ def tma_descriptors(a, b, out, c_tma: bool, lo=None) -> tuple:
     m, k = a.shape
     n = b.shape[1]
     k_major = _b_k_major(b)
-    a_desc = desc(a, (m, k))
-    # A K-major B goes as its (N, K) row-major transpose.
-    b_desc = desc(b.T, (n, k)) if k_major else desc(b, (k, n))
-    c_desc = desc(out, (m, n)) if c_tma else None
-    if lo is None:
-        return a_desc, b_desc, c_desc, None, None
-    return a_desc, b_desc, c_desc, desc(lo[0], (m, k)), desc(lo[1].T, (n, k))
+
+    def b_desc():  # a K-major B goes as its (N, K) row-major transpose
+        return desc(b.T, (n, k)) if k_major else desc(b, (k, n))
+
+    def c_desc():
+        return desc(out, (m, n)) if c_tma else None
+    lo_descs = ((None, None) if lo is None
+                else (desc(lo[0], (m, k)), desc(lo[1].T, (n, k))))
+    tail = (b_desc(), c_desc()) if half_tail else (None, None)
+    return (desc(a, (m, k)), b_desc(), c_desc(), *lo_descs, *tail)
 
 
 # Any valid block shape: the real one is set before each launch (set_block_shapes).
@@ -57,17 +61,24 @@ _PLACEHOLDER_BLOCK = [16, 16]
 
 def set_block_shapes(args: tuple, kwargs: dict) -> None:
     """Give the descriptors among a launch's leading arguments (tma_descriptors' order) the
-    block shapes of its config (kwargs: BM, BN, BK, B_K_MAJOR, EPILOGUE_SUBTILE): triton
-    compiles a kernel for the block shape of each descriptor argument."""
+    block shapes of its config (kwargs: BM, BN, BK, B_K_MAJOR, EPILOGUE_SUBTILE, and for
+    the persistent kernel HALF_TAIL): triton compiles a kernel for the block shape of each
+    descriptor argument."""
     bm, bn, bk = kwargs["BM"], kwargs["BN"], kwargs["BK"]
-    a_desc, b_desc, c_desc = args[:3]
-    a_desc.block_shape = [bm, bk]
-    b_desc.block_shape = [bn, bk] if kwargs["B_K_MAJOR"] else [bk, bn]
-    if c_desc is not None:
-        c_desc.block_shape = [bm, bn // 2] if kwargs["EPILOGUE_SUBTILE"] else [bm, bn]
+
+    def shape(b_desc, c_desc, width):
+        b_desc.block_shape = [width, bk] if kwargs["B_K_MAJOR"] else [bk, width]
+        if c_desc is not None:
+            c_desc.block_shape = [bm, width // 2] if kwargs["EPILOGUE_SUBTILE"] else [bm, width]
+    args[0].block_shape = [bm, bk]
+    shape(args[1], args[2], bn)
+    if "SPLIT" not in kwargs:  # the stream-K kernel: A, B and C only
+        return
     for lo_desc in args[3:5]:  # the 3xTF32 remainders, (M, K) and (N, K) like A and B
-        if isinstance(lo_desc, TensorDescriptor):
+        if lo_desc is not None:
             lo_desc.block_shape = [bm if lo_desc is args[3] else bn, bk]
+    if kwargs["HALF_TAIL"]:
+        shape(args[5], args[6], bn // 2)
 
 
 @triton.jit
@@ -110,15 +121,15 @@ def store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_
 
 @triton.jit
 def _persistent_kernel(
-    a_desc, b_desc, c_desc, alo_desc, blo_desc, c_ptr, d_ptr,
+    a_desc, b_desc, c_desc, alo_desc, blo_desc, bt_desc, ct_desc, c_ptr, d_ptr,
     M, N, K,
     stride_cm, stride_dm, stride_dn,
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
-    SPLIT: tl.constexpr, HI_FLUSH_K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-    BK: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT: tl.constexpr, HI_FLUSH_K: tl.constexpr, HALF_TAIL: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K, row-major) @ B (+ beta * D).
@@ -133,7 +144,12 @@ def _persistent_kernel(
     dots, hi x hi + lo x hi + hi x lo, and PRECISION is ignored. The hi x hi products join
     acc by an IEEE add every HI_FLUSH_K elements of K (a multiple of 2 * BK; see
     hi_flush_k).
+    HALF_TAIL (not with SPLIT; tiles HALF_TAIL_MIN_BN wide and up): the tiles past the last
+    whole wave, when at most half a wave, run as twice as many BM x BN/2 tiles (bt_desc,
+    ct_desc: B and C with those blocks), so that last wave takes about half as long
+    (half_tail_tiles).
     """
+    tl.static_assert(not (SPLIT and HALF_TAIL))
     if SPLIT:
         # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
         # dot(a, b, acc): every add in the tensor core again.
@@ -143,10 +159,14 @@ def _persistent_kernel(
     num_pid_n = tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
     num_tiles = num_pid_m * num_pid_n
+    tail = 0
+    if HALF_TAIL and BN >= HALF_TAIL_MIN_BN:
+        tail = half_tail_tiles(num_tiles, NUM_SMS)
     # flatten=True lets the compiler pipeline loads of the next tile's first K steps
     # behind the current tile's epilogue. WARP_SPECIALIZE: producer warps issue the TMA
     # loads, consumer warpgroups the dots and epilogue (not with flatten on sm_90).
-    for tile in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=not WARP_SPECIALIZE,
+    for tile in tl.range(tl.program_id(0), num_tiles - tail, NUM_SMS,
+                         flatten=not WARP_SPECIALIZE,
                          warp_specialize=WARP_SPECIALIZE):
         off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
@@ -190,6 +210,35 @@ def _persistent_kernel(
         store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                    stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM, BN)
 
+    if HALF_TAIL and BN >= HALF_TAIL_MIN_BN:
+        # The tail's halves, one per program at most (2 * tail <= NUM_SMS).
+        for half in range(tl.program_id(0), 2 * tail, NUM_SMS):
+            off_m, off_n = tile_origin(num_tiles - tail + half // 2, num_pid_m, num_pid_n,
+                                       BM, BN, GROUP_M)
+            off_n += (half % 2) * (BN // 2)
+            acc = tl.zeros((BM, BN // 2), dtype=tl.float32)
+            for ki in range(k_tiles):
+                a = a_desc.load([off_m, ki * BK])
+                if B_K_MAJOR:
+                    b = bt_desc.load([off_n, ki * BK]).T
+                else:
+                    b = bt_desc.load([ki * BK, off_n])
+                if UPCAST:
+                    a = a.to(tl.float32)
+                    b = b.to(tl.float32)
+                acc = tl.dot(a, b, acc, input_precision=PRECISION)
+            store_tile(acc, c_ptr, ct_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
+                       stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM,
+                       BN // 2)
+
+
+@triton.jit
+def half_tail_tiles(num_tiles, NUM_SMS: tl.constexpr):
+    """Tiles past the last whole wave of NUM_SMS that the kernel runs as halves: all of
+    them when at most half a wave (each program then takes one half at most), else none."""
+    tail = num_tiles % NUM_SMS
+    return tl.where(2 * tail <= NUM_SMS, tail, 0)
+
 
 # Where the split kernel flushes its hi x hi accumulator (HI_FLUSH_K), against its error.
 # tile_probe.py, H100, ps_128x128x32_sub_ws, L2 flushed, 4096^3 (8192^3 nt), relative error:
@@ -209,6 +258,18 @@ def hi_flush_k(k: int) -> int:
 # "half_mid", "tf32_mid": small tiles for products with fewer tiles than SMs
 # (configs.persistent_family).
 PERSISTENT_FAMILIES = ("tf32", "tf32_mid", "half", "half_mid", "split")
+# The families whose launches run a last part-wave of tiles as halves (HALF_TAIL), and the
+# narrowest tile it halves. A probe of pinned configs (bench.gpu_median_ms), H100, fp16 / bf16, L2 flushed, best of two rounds,
+# us, whole tiles -> with halves (cuBLAS): p_128x256x64_sub 2048x11008x4096 nt (688 tiles,
+# 5 waves and 28) 267.7 -> 262.8 (249.2) / 259.1 -> 254.1 (242.1), 2048x28672x8192 nt
+# (1792: 13 waves and 76) 1481.6 -> 1426.6 (1414.8) / 1389.5 -> 1363.5 (1418.4); its
+# warp-specialised twin 275.8 -> 269.3 / 268.5 -> 262.4 and 1433.3 -> 1452.3 / 1387.2 ->
+# 1398.9. Halving 128x128 tiles to 128x64 lost: p_128x128x64 2048x11008x4096 277.0 -> 282.2
+# / 273.1 -> 275.5, 4096^3 213.4 -> 225.5 / 208.0 -> 218.1. A part-wave costs less than a
+# whole one already (fewer SMs share the power and memory), so the halves save ~2%, not
+# the 8% of half a wave in six.
+HALF_TAIL_FAMILIES = ("tf32", "half")
+HALF_TAIL_MIN_BN = tl.constexpr(256)
 
 _TUNED = make_tuners(_persistent_kernel, "persistent",
                      {family: configs.persistent_configs(family)
@@ -284,18 +345,21 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     num_sms = _num_sms(a.device.index or 0)
     tuning = tuning_args(m, n, k, a, b)
     c_tma = _tma_ok(out, out.stride(0))
-    args = (*tma_descriptors(a, b, out, c_tma, lo), out, d, m, n, k, out.stride(0),
-            d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
+    family = configs.persistent_family(a.dtype, split, m, n, num_sms)
+    # The mid-M families' tiles are small already.
+    half_tail = family in HALF_TAIL_FAMILIES
+    args = (*tma_descriptors(a, b, out, c_tma, lo, half_tail), out, d, m, n, k,
+            out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d, B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation, C_TMA=c_tma, SPLIT=split,
-                HI_FLUSH_K=hi_flush_k(k) if split else 0)
+                HI_FLUSH_K=hi_flush_k(k) if split else 0, HALF_TAIL=half_tail)
 
     def grid(meta_):
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
-        return (min(num_sms, tiles),)
+        # A tail of halves may be all the tiles there are, twice as many programs' work.
+        return (min(num_sms, tiles * (2 if half_tail else 1)),)
 
-    family = configs.persistent_family(a.dtype, split, m, n, num_sms)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.persistent_default_config(family)
     key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], meta["HI_FLUSH_K"], a.dtype,
