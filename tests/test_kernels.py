@@ -184,9 +184,14 @@ def test_persistent_runs_a_part_wave_tail_as_half_tiles(family, dtype, precision
     tail = (rows * cols) % sms
     assert rows * cols > sms and 0 < 2 * tail <= sms
     assert family in persistent.HALF_TAIL_FAMILIES
-    name = "p_128x256x64_sub" if family == "half" else "pt_128x256x32_sub"
-    assert configs.persistent_tiles(family)[0][:3] == (name, 128, 256)
-    config = configs.persistent_configs(family)[0]
+    # 128x256 tiles that fit with a D, TMA- and pointer-stored (the tf32 one is
+    # warp-specialised: the halves' loop follows a warp-specialised one).
+    name = "p_128x256x64_sub" if family == "half" else "pt_128x256x32_sub_ws"
+    names = [t[0] for t in configs.persistent_tiles(family)]
+    config = configs.persistent_configs(family)[names.index(name)]
+    assert (config.kwargs["BM"], config.kwargs["BN"]) == (128, 256)
+    assert all(configs.persistent_fits(config, family, True, H100_SMEM, c_tma)
+               for c_tma in (True, False))
     a = aligned(m, k, dtype)
     b = aligned(n, k, dtype).t()
     d = randn(n, dtype=dtype)

@@ -259,15 +259,18 @@ def hi_flush_k(k: int) -> int:
 # (configs.persistent_family).
 PERSISTENT_FAMILIES = ("tf32", "tf32_mid", "half", "half_mid", "split")
 # The families whose launches run a last part-wave of tiles as halves (HALF_TAIL), and the
-# narrowest tile it halves. A probe of pinned configs (bench.gpu_median_ms), H100, fp16 / bf16, L2 flushed, best of two rounds,
-# us, whole tiles -> with halves (cuBLAS): p_128x256x64_sub 2048x11008x4096 nt (688 tiles,
-# 5 waves and 28) 267.7 -> 262.8 (249.2) / 259.1 -> 254.1 (242.1), 2048x28672x8192 nt
-# (1792: 13 waves and 76) 1481.6 -> 1426.6 (1414.8) / 1389.5 -> 1363.5 (1418.4); its
-# warp-specialised twin 275.8 -> 269.3 / 268.5 -> 262.4 and 1433.3 -> 1452.3 / 1387.2 ->
-# 1398.9. Halving 128x128 tiles to 128x64 lost: p_128x128x64 2048x11008x4096 277.0 -> 282.2
-# / 273.1 -> 275.5, 4096^3 213.4 -> 225.5 / 208.0 -> 218.1. A part-wave costs less than a
-# whole one already (fewer SMs share the power and memory), so the halves save ~2%, not
-# the 8% of half a wave in six.
+# narrowest tile it halves. A probe of pinned configs (bench.gpu_median_ms, L2 flushed, best
+# of two rounds, each timing whole tiles first, then halves), H100, us, whole -> halves
+# (cuBLAS), 128x256 tile / its warp-specialised twin: 2048x11008x4096 nt (688 tiles: 5
+# waves and 28) fp16 267.7 -> 262.8 / 275.8 -> 269.3 (249.2), bf16 259.1 -> 254.1 / 268.5
+# -> 262.4 (242.1), tf32 524.7 -> 504.3 / 540.7 -> 521.5 (479.9); 8192x11008x4096 nt (10
+# waves and 56) mixed: fp16 1098.7 -> 1110.7 / 1140.8 -> 1106.8, bf16 1057.3 -> 1047.8 /
+# 1073.6 -> 1096.6, tf32 2045.5 -> 2073.4 / 2038.4 -> 2111.3. Shapes with no halves to run
+# (tail over half a wave) moved by -4..+3% between the two timings: that is the noise. A
+# part-wave costs less than a whole one already (fewer SMs share power and memory), so
+# halves save ~2-4%, not the 8% of half a wave in six. Halving 128x128 tiles to 128x64
+# lost: p_128x128x64 2048x11008x4096 fp16 277.0 -> 282.2, 4096^3 (no halves: noise) 213.4
+# -> 225.5.
 HALF_TAIL_FAMILIES = ("tf32", "half")
 HALF_TAIL_MIN_BN = tl.constexpr(256)
 
