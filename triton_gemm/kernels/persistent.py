@@ -120,6 +120,34 @@ def store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_
 
 
 @triton.jit
+def k_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, PRECISION: tl.constexpr,
+            B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, BM: tl.constexpr,
+            BN: tl.constexpr, BK: tl.constexpr):
+    """The fp32 product of one tile over K steps k_first .. k_last - 1."""
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(k_first, k_last):
+        a, b = load_step(a_desc, b_desc, off_m, off_n, ki, B_K_MAJOR, UPCAST, BK)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
+def load_step(a_desc, b_desc, off_m, off_n, ki, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr,
+              BK: tl.constexpr):
+    """(A, B) tiles of K step ki, B as (BK, BN) whatever its layout; fp32 with UPCAST (the
+    interpreter's dot takes no bf16)."""
+    a = a_desc.load([off_m, ki * BK])
+    if B_K_MAJOR:
+        b = b_desc.load([off_n, ki * BK]).T
+    else:
+        b = b_desc.load([ki * BK, off_n])
+    if UPCAST:
+        a = a.to(tl.float32)
+        b = b.to(tl.float32)
+    return a, b
+
+
+@triton.jit
 def _persistent_kernel(
     a_desc, b_desc, c_desc, alo_desc, blo_desc, bt_desc, ct_desc, c_ptr, d_ptr,
     M, N, K,
@@ -174,14 +202,7 @@ def _persistent_kernel(
             hi_acc = tl.zeros((BM, BN), dtype=tl.float32)
             lo_acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(k_tiles):
-            a = a_desc.load([off_m, ki * BK])
-            if B_K_MAJOR:
-                b = b_desc.load([off_n, ki * BK]).T
-            else:
-                b = b_desc.load([ki * BK, off_n])
-            if UPCAST:
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
+            a, b = load_step(a_desc, b_desc, off_m, off_n, ki, B_K_MAJOR, UPCAST, BK)
             if SPLIT:
                 # The tensor core truncates each add into its accumulator: over a whole K
                 # loop of hi x hi products that bias grew to 9.6e-6 relative error at
@@ -216,17 +237,8 @@ def _persistent_kernel(
             off_m, off_n = tile_origin(num_tiles - tail + half // 2, num_pid_m, num_pid_n,
                                        BM, BN, GROUP_M)
             off_n += (half % 2) * (BN // 2)
-            acc = tl.zeros((BM, BN // 2), dtype=tl.float32)
-            for ki in range(k_tiles):
-                a = a_desc.load([off_m, ki * BK])
-                if B_K_MAJOR:
-                    b = bt_desc.load([off_n, ki * BK]).T
-                else:
-                    b = bt_desc.load([ki * BK, off_n])
-                if UPCAST:
-                    a = a.to(tl.float32)
-                    b = b.to(tl.float32)
-                acc = tl.dot(a, b, acc, input_precision=PRECISION)
+            acc = k_steps(a_desc, bt_desc, off_m, off_n, 0, k_tiles, PRECISION, B_K_MAJOR,
+                          UPCAST, BM, BN // 2, BK)
             store_tile(acc, c_ptr, ct_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                        stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM,
                        BN // 2)

@@ -41,30 +41,11 @@ import triton.language as tl
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, flags, launch,
                      make_tuners, tuning_args, workspace)
-from .persistent import (_b_k_major, _num_sms, _tma_ok, set_block_shapes, store_tile,
-                         tile_origin, tma_descriptors)
+from .persistent import (_b_k_major, _num_sms, _tma_ok, k_steps, set_block_shapes,
+                         store_tile, tile_origin, tma_descriptors)
 
 # Config families: the persistent kernel's 16-bit and tf32 tiles (configs.streamk_configs).
 STREAMK_FAMILIES = ("half", "half_mid", "tf32", "tf32_mid")
-
-
-@triton.jit
-def _k_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, PRECISION: tl.constexpr,
-             B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, BM: tl.constexpr,
-             BN: tl.constexpr, BK: tl.constexpr):
-    """The fp32 product of one tile over K steps k_first .. k_last - 1."""
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for ki in range(k_first, k_last):
-        a = a_desc.load([off_m, ki * BK])
-        if B_K_MAJOR:
-            b = b_desc.load([off_n, ki * BK]).T
-        else:
-            b = b_desc.load([ki * BK, off_n])
-        if UPCAST:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    return acc
 
 
 @triton.jit
@@ -108,7 +89,7 @@ def streamk_kernel(
     # Whole waves: one tile after another, as the persistent kernel.
     for tile in tl.range(pid, dp_tiles, NUM_SMS, flatten=True):
         off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
-        acc = _k_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, PRECISION, B_K_MAJOR,
+        acc = k_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, PRECISION, B_K_MAJOR,
                        UPCAST, BM, BN, BK)
         store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                     stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM, BN)
@@ -131,7 +112,7 @@ def streamk_kernel(
         begin = tl.maximum(first, tile_first)
         stop = tl.minimum(end, tile_first + k_tiles)
         off_m, off_n = tile_origin(dp_tiles + sk_tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
-        acc = _k_steps(a_desc, b_desc, off_m, off_n, begin - tile_first, stop - tile_first,
+        acc = k_steps(a_desc, b_desc, off_m, off_n, begin - tile_first, stop - tile_first,
                        PRECISION, B_K_MAJOR, UPCAST, BM, BN, BK)
         if stop == tile_first + k_tiles:
             # This program finishes the tile: the partials of the programs before it (lower
