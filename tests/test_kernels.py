@@ -192,6 +192,7 @@ def test_persistent_runs_a_part_wave_tail_as_half_tiles(family, dtype, precision
     assert (config.kwargs["BM"], config.kwargs["BN"]) == (128, 256)
     assert all(configs.persistent_fits(config, family, True, H100_SMEM, c_tma)
                for c_tma in (True, False))
+    assert persistent._halves_run(config, m, n, sms)  # the launch takes the tail's path
     a = aligned(m, k, dtype)
     b = aligned(n, k, dtype).t()
     d = randn(n, dtype=dtype)

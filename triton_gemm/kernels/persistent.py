@@ -61,9 +61,9 @@ _PLACEHOLDER_BLOCK = [16, 16]
 
 def set_block_shapes(args: tuple, kwargs: dict) -> None:
     """Give the descriptors among a launch's leading arguments (tma_descriptors' order) the
-    block shapes of its config (kwargs: BM, BN, BK, B_K_MAJOR, EPILOGUE_SUBTILE, and for
-    the persistent kernel HALF_TAIL): triton compiles a kernel for the block shape of each
-    descriptor argument."""
+    block shapes of its config (kwargs: BM, BN, BK, B_K_MAJOR, EPILOGUE_SUBTILE, and
+    HALF_TAIL where the tail's B and C are arguments 5 and 6): triton compiles a kernel for
+    the block shape of each descriptor argument."""
     bm, bn, bk = kwargs["BM"], kwargs["BN"], kwargs["BK"]
 
     def shape(b_desc, c_desc, width):
@@ -72,12 +72,10 @@ def set_block_shapes(args: tuple, kwargs: dict) -> None:
             c_desc.block_shape = [bm, width // 2] if kwargs["EPILOGUE_SUBTILE"] else [bm, width]
     args[0].block_shape = [bm, bk]
     shape(args[1], args[2], bn)
-    if "SPLIT" not in kwargs:  # the stream-K kernel: A, B and C only
-        return
     for lo_desc in args[3:5]:  # the 3xTF32 remainders, (M, K) and (N, K) like A and B
-        if lo_desc is not None:
+        if isinstance(lo_desc, TensorDescriptor):
             lo_desc.block_shape = [bm if lo_desc is args[3] else bn, bk]
-    if kwargs["HALF_TAIL"]:
+    if kwargs.get("HALF_TAIL"):
         shape(args[5], args[6], bn // 2)
 
 
@@ -286,6 +284,14 @@ PERSISTENT_FAMILIES = ("tf32", "tf32_mid", "half", "half_mid", "split")
 HALF_TAIL_FAMILIES = ("tf32", "half")
 HALF_TAIL_MIN_BN = tl.constexpr(256)
 
+
+def _halves_run(config, m: int, n: int, sms: int) -> bool:
+    """Whether the kernel runs tail halves for an m x n output with this config: the host
+    side of half_tail_tiles."""
+    bn = config.kwargs["BN"]
+    tail = (-(-m // config.kwargs["BM"]) * -(-n // bn)) % sms
+    return bn >= HALF_TAIL_MIN_BN.value and 0 < 2 * tail <= sms
+
 _TUNED = make_tuners(_persistent_kernel, "persistent",
                      {family: configs.persistent_configs(family)
                       for family in PERSISTENT_FAMILIES},
@@ -361,8 +367,12 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     tuning = tuning_args(m, n, k, a, b)
     c_tma = _tma_ok(out, out.stride(0))
     family = configs.persistent_family(a.dtype, split, m, n, num_sms)
-    # The mid-M families' tiles are small already.
-    half_tail = family in HALF_TAIL_FAMILIES
+    if config is None and (INTERPRETER or not AUTOTUNE):
+        config = configs.persistent_default_config(family)
+    # The tail's descriptors only where some config the launch may run has halves to run.
+    half_tail = family in HALF_TAIL_FAMILIES and any(
+        _halves_run(c, m, n, num_sms)
+        for c in ([config] if config is not None else _TUNED[family].configs))
     args = (*tma_descriptors(a, b, out, c_tma, lo, half_tail), out, d, m, n, k,
             out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d, B_K_MAJOR=b_k_major,
@@ -375,8 +385,6 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
         # A tail of halves may be all the tiles there are, twice as many programs' work.
         return (min(num_sms, tiles * (2 if half_tail else 1)),)
 
-    if config is None and (INTERPRETER or not AUTOTUNE):
-        config = configs.persistent_default_config(family)
     key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], meta["HI_FLUSH_K"], a.dtype,
            b.dtype, out.dtype, d.dtype)
     launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family, key,
