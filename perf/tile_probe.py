@@ -5,6 +5,7 @@ and the library's own choice: the measurement behind new tiles and dispatch thre
     python perf/tile_probe.py --case 128,4096,4096,nt --only persistent
     python perf/tile_probe.py --case 128,128,65536 --only splitk --splitk 64,64,128,64,4,4
     python perf/tile_probe.py --case 16,8192,8192,nt --precision ieee --only gemv --gemv 8,2,2
+    python perf/tile_probe.py --case 64,8192,8192,nt --precision ieee --only splitk --transposed
 
 Each config is first checked against float64 on a NaN-poisoned output, then timed with
 bench.gpu_median_ms (median, L2 flushed: operands come from memory, as in the report's
@@ -76,12 +77,15 @@ SIMT_PLAIN = [(128, 128, 32, 8, 3), (128, 128, 32, 8, 3, 128), (128, 128, 16, 8,
 
 
 def candidates(precision: str, persistent=None, halves=None, splitk=None,
-               plain=None, gemv=None, fma_staged=None) -> list[tuple[str, str, callable]]:
+               plain=None, gemv=None, fma_staged=None,
+               transposed=None) -> list[tuple[str, str, callable]]:
     """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent, splitk,
     plain, gemv: tiles replacing PERSISTENT, SPLITK, PLAIN, configs.GEMV_TILES). tf32x3:
     persistent split configs only, on halves ((A hi, A lo), (B hi, B lo)) staged by
     dispatch.stage; ieee: SIMT_PLAIN, the GEMV configs and the split-K tiles given, the
-    SIMT tiles on fma_staged (3-D A, B) where given: the copies the library's plan makes."""
+    SIMT tiles on fma_staged (3-D A, B) where given: the copies the library's plan makes;
+    transposed ((W, A^T) 2-D: dispatch.FMA_TRANSPOSED's operands): the split-K tiles (the
+    simt family's FMA tiles unless given) run C^T = W A^T instead."""
     word = BK_DIVISOR[precision]
     prec = LIBRARY_PRECISION[precision]
     out = []
@@ -98,6 +102,9 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
                     else configs.gemv_configs()):
             out.append(("gemv", configs.config_name(cfg, "simt"),
                         lambda a, b, c, cfg=cfg: gemv_kernel.matmul_2d(a, b, c, config=cfg)))
+        if transposed is not None:
+            return out + _splitk_candidates(
+                splitk or [t[1:] for t in configs._SPLITK_FMA_TILES], word, prec, transposed)
         return out + _splitk_candidates(splitk or (), word, prec)
     for bm, bn, bk, w, st, sub, *ws in persistent or (
             SPLIT_PERSISTENT if halves else PERSISTENT):
@@ -123,18 +130,25 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
     return out
 
 
-def _splitk_candidates(tiles, word: int, prec: str) -> list:
+def _splitk_candidates(tiles, word: int, prec: str, transposed=None) -> list:
+    """transposed: (W, A^T), the split-K tiles run C^T = W A^T (BK as given)."""
     out = []
     for bm, bn, bk, split, w, st in tiles:
-        cfg = configs._splitk_config(bm, bn, bk // word, split, w, st)
-        out.append(("splitk", f"{bm}x{bn}x{bk // word} split{split} w{w} s{st}",
-                    lambda a, b, c, cfg=cfg: splitk_kernel.matmul_2d(
-                        a, b, c, precision=prec, config=cfg)))
+        bk = bk if transposed else bk // word
+        cfg = configs._splitk_config(bm, bn, bk, split, w, st)
+        if transposed:
+            def fn(a, b, c, cfg=cfg, w_=transposed[0], at=transposed[1]):
+                return splitk_kernel.matmul_2d(w_, at, c.t(), precision=prec, config=cfg).t()
+        else:
+            def fn(a, b, c, cfg=cfg):
+                return splitk_kernel.matmul_2d(a, b, c, precision=prec, config=cfg)
+        out.append(("splitk", f"{'C^T ' if transposed else ''}{bm}x{bn}x{bk} split{split} "
+                              f"w{w} s{st}", fn))
     return out
 
 
 def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
-          plain=None, gemv=None) -> None:
+          plain=None, gemv=None, transposed=False) -> None:
     dtype = bench.DTYPES[precision]
     a, b = bench.make_operands(case, dtype, "cuda")[0]
     m, n, k = case.m, case.n, case.k
@@ -186,8 +200,17 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
         fma_staged = dispatch.stage(a[None], b[None], plan)
         us = bench.gpu_median_ms(lambda: dispatch.stage(a[None], b[None], plan)) * 1e3
         print(f"  {'staging ' + str(plan):40s} {us:8.1f} us")
+    fma_transposed = None
+    if transposed:
+        # dispatch.FMA_TRANSPOSED's operands: the weight as given, A^T copied row-major.
+        fma_plan = dispatch.FMA_TRANSPOSED._replace(transposed=False)
+        w, at = dispatch.stage(b.t()[None], a.t()[None], fma_plan)
+        fma_transposed = (w[0], at[0, :, :m])
+        us = bench.gpu_median_ms(lambda: dispatch.stage(b.t()[None], a.t()[None],
+                                                        fma_plan)) * 1e3
+        print(f"  {'staging A^T row-major':40s} {us:8.1f} us")
     runs += [r for r in candidates(precision, persistent, halves, splitk, plain, gemv,
-                                   fma_staged) if r[0] in kinds]
+                                   fma_staged, fma_transposed) if r[0] in kinds]
     for kind, label, fn in runs:
         timed = show(f"{kind} {label}", fn)
         if timed is not None:
@@ -219,6 +242,9 @@ def main(argv=None) -> int:
                              "16-bit operands)")
     parser.add_argument("--gemv", action="append", default=None, metavar="BN,WARPS,UNROLL",
                         help="GEMV tiles to try instead of configs.GEMV_TILES (ieee)")
+    parser.add_argument("--transposed", action="store_true",
+                        help="ieee: run the split-K tiles on C^T = W A^T with A^T copied "
+                             "row-major (dispatch.FMA_TRANSPOSED; BK as given)")
     args = parser.parse_args(argv)
 
     def specs(values):
@@ -234,7 +260,7 @@ def main(argv=None) -> int:
         m, n, k, *layout = spec.split(",")
         probe(Case(int(m), int(n), int(k), layout[0] if layout else "nn"), args.precision,
               set(args.only.split(",")), tiles, specs(args.splitk), specs(args.plain),
-              specs(args.gemv))
+              specs(args.gemv), args.transposed)
     return 0
 
 

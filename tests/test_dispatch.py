@@ -41,10 +41,13 @@ def test_fp32_fma_operands_are_staged_m_major_a_and_row_major_b():
     assert dispatch.plan(*_ops(big, big, 512, "col", "row"), "ieee") == dispatch.PLAIN
     assert dispatch.plan(*_ops(big, big, 512, "row", "col"), "tf32") == dispatch.PLAIN
     assert dispatch.plan(*_ops(big, big, 512, "row", "col"), "half") == dispatch.PLAIN
-    # Split-K (few tiles, long K) and GEMV read the operands as given.
+    # Split-K (few tiles, long K) and GEMV read the operands as given; against a wide
+    # K-major weight the transposed split-K product copies A^T instead.
     assert dispatch.plan(*_ops(rows, 256, 8192, "row", "col"), "ieee", 132).split_k
     assert not dispatch.plan(*_ops(rows, 256, 8192, "row", "col"), "ieee", 132).b_n_major
-    assert dispatch.plan(*_ops(16, 8192, 8192, "row", "col"), "ieee", 132) == dispatch.GEMV
+    assert dispatch.plan(*_ops(8, 8192, 8192, "row", "col"), "ieee", 132) == dispatch.GEMV
+    assert dispatch.plan(*_ops(rows, 8192, 8192, "row", "col"), "ieee", 132) == \
+        dispatch.FMA_TRANSPOSED
     # Padded copies of A are M-major at any size, and B's padded copy is row-major anyway.
     assert dispatch.plan(*_ops(100, 100, 100), "ieee") == \
         dispatch.Plan(True, False, False, a_m_major=True)
@@ -103,7 +106,7 @@ PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
          dispatch.Plan(True, True, True, False, True), dispatch.TRANSPOSED, dispatch.GEMV,
          dispatch.Plan(True, False, False, a_m_major=True),
          dispatch.Plan(False, False, False, a_m_major=True, b_n_major=True),
-         dispatch.Plan(False, False, False, b_n_major=True)]
+         dispatch.Plan(False, False, False, b_n_major=True), dispatch.FMA_TRANSPOSED]
 
 
 @requires_kernels
@@ -135,14 +138,15 @@ def test_single_product_plans_refuse_a_batch(plan):
 
 @pytest.mark.parametrize("plan", [
     dispatch.Plan(False, False, False, True, a_m_major=True),
-    dispatch.Plan(False, False, False, split_k=True, b_n_major=True),
+    dispatch.Plan(False, False, False, gemv=True, b_n_major=True),
     dispatch.Plan(False, True, False, a_m_major=True),
     dispatch.Plan(False, False, True, b_n_major=True),
-    dispatch.Plan(False, False, False, transposed=True, b_n_major=True)],
-    ids=["persistent", "split-k", "a-both-layouts", "b-both-layouts", "transposed"])
+    dispatch.Plan(False, False, False, transposed=True, gemv=True, a_m_major=True)],
+    ids=["persistent", "gemv", "a-both-layouts", "b-both-layouts", "transposed-gemv"])
 def test_fma_layout_copies_refuse_other_kernels(plan):
-    """M-major A and row-major B copies are for the plain kernel; a plan that also asks
-    for another kernel or for K-major copies of the same operand is refused."""
+    """M-major A and row-major B copies are for the plain and split-K kernels' FMA dots; a
+    plan that also asks for another kernel or for K-major copies of the same operand is
+    refused, transposed or not."""
     a, b = torch.ones(1, 4, 8), torch.ones(1, 8, 4)
     with pytest.raises(ValueError, match="fp32 FMA dots"):
         dispatch.run(a, b, torch.empty(1, 4, 4), precision="ieee", force=plan)
@@ -508,7 +512,6 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
              plan(16, 8192, 8184),                              # K no multiple of ALIGN
              plan(16, 8192, 8192, "tf32x3", dtype=torch.float32),
              plan(tf32x3_rows + 1, 8192, 8192, "tf32x3", dtype=torch.float32),
-             plan(ieee_rows + 1, 8192, 8192, "ieee", dtype=torch.float32),
              plan(ieee_rows, 8192, 8192, "ieee", b_layout="row", dtype=torch.float32),
              plan(ieee_rows, dispatch.THIN_MIN_N - 16, 8192, "ieee", dtype=torch.float32)]
     assert all(p.split_k and not p.transposed and not p.gemv for p in split), split
@@ -517,20 +520,57 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
     assert not plan(16, 8192, dispatch.SPLITK_MIN_K - 1, "ieee", dtype=torch.float32).gemv
     assert not plan(16, 8192, 8192, batch=2).transposed
     assert not plan(16, 8192, 8192, "ieee", dtype=torch.float32, batch=2).gemv
+    assert plan(ieee_rows + 1, 8192, 8192, "ieee", dtype=torch.float32) == \
+        dispatch.FMA_TRANSPOSED
     assert not dispatch.plan(*_ops(16, 8192, 8192, b_layout="col", dtype=torch.float16),
                              "half", None).transposed  # interpreter: plain kernel
 
 
+def test_fp32_fma_products_against_a_k_major_weight_run_transposed_on_split_k():
+    """ieee, GEMV_MAX_M + 1 .. FMA_TRANSPOSED_MAX_M rows against an aligned K-major weight
+    of at least THIN_MIN_N columns and SPLITK_MIN_K depth: C^T = W A^T on the split-K
+    kernel with A^T copied row-major, whatever A's layout; not past those bounds, for a
+    row-major or unaligned weight, a batch, other precisions, or without the GPU."""
+    sms = 132
+    rows, most = dispatch.GEMV_MAX_M["ieee"] + 1, dispatch.FMA_TRANSPOSED_MAX_M
+
+    def plan(m, n, k, a_layout="row", b_layout="col", precision="ieee", batch=1, gpu=sms):
+        a, b = _ops(m, n, k, a_layout, b_layout)
+        return dispatch.plan(a.expand(batch, -1, -1), b.expand(batch, -1, -1), precision,
+                             gpu)
+
+    for m, n, k in [(rows, 8192, 8192), (64, 8192, 8192), (100, 4096, 4096),
+                    (most, dispatch.THIN_MIN_N, dispatch.SPLITK_MIN_K), (128, 28672, 8192)]:
+        assert plan(m, n, k) == dispatch.FMA_TRANSPOSED, (m, n, k)
+    assert plan(64, 8192, 8192, a_layout="col") == dispatch.FMA_TRANSPOSED
+    others = [plan(most + 1, 4096, 4096), plan(64, dispatch.THIN_MIN_N - 16, 8192),
+              plan(64, 8192, dispatch.SPLITK_MIN_K - 16), plan(64, 8192, 8184),
+              plan(64, 8192, 8192, b_layout="row"), plan(64, 8192, 8192, batch=2),
+              plan(64, 8192, 8192, precision="tf32x3"), plan(64, 8192, 8192, gpu=None)]
+    assert dispatch.FMA_TRANSPOSED not in others, others
+
+
+SKINNY_PLANNED = [(torch.float16, "half", 16, dispatch.TRANSPOSED),
+                  (torch.bfloat16, "half", 16, dispatch.TRANSPOSED),
+                  (torch.float32, "tf32", 16, dispatch.TRANSPOSED),
+                  (torch.float32, "ieee", dispatch.GEMV_MAX_M["ieee"], dispatch.GEMV),
+                  (torch.float32, "ieee", dispatch.GEMV_MAX_M["ieee"] + 1,
+                   dispatch.FMA_TRANSPOSED),
+                  (torch.float32, "ieee", dispatch.FMA_TRANSPOSED_MAX_M, dispatch.FMA_TRANSPOSED)]
+
+
 @requires_kernels
-@pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"), (torch.bfloat16, "half"),
-                                             (torch.float32, "tf32"), (torch.float32, "ieee")])
-def test_skinny_product_against_a_weight_as_planned(dtype, precision):
-    """A skinny product at the transposed plan's threshold, as the dispatcher plans it on the
-    GPU (forced in the interpreter), with the addmm epilogue and an activation: right answer
-    in every element of a poisoned output, computed on the plain kernel's thin tiles (the
-    GEMV kernel at ieee)."""
-    plan = dispatch.GEMV if precision == "ieee" else dispatch.TRANSPOSED
-    m, n, k = (16, dispatch.THIN_MIN_N, 2048) if DEVICE == "cuda" else (5, 40, 48)
+@pytest.mark.parametrize("dtype,precision,m,plan", SKINNY_PLANNED,
+                         ids=[f"{p}-{str(dt)[6:]}-{m}" for dt, p, m, _ in SKINNY_PLANNED])
+def test_skinny_product_against_a_weight_as_planned(dtype, precision, m, plan):
+    """A product against a K-major weight at the thresholds of the transposed plans, as the
+    dispatcher plans it on the GPU (forced in the interpreter, on small shapes), with the
+    addmm epilogue and an activation: right answer in every element of a poisoned output,
+    computed on the plain kernel's thin tiles (16-bit, tf32), the GEMV kernel (ieee, few
+    rows) or the split-K kernel on a copy of A^T (ieee, more rows; 9 rows: A^T's rows
+    padded)."""
+    n, k = (dispatch.THIN_MIN_N, 2048) if DEVICE == "cuda" else (40, 48)
+    m = m if DEVICE == "cuda" else min(m, 9)
     a = randn(1, m, k, dtype=dtype)
     b = randn(1, n, k, dtype=dtype).transpose(1, 2)  # a K-major weight
     d = randn(n, dtype=dtype)
@@ -541,11 +581,16 @@ def test_skinny_product_against_a_weight_as_planned(dtype, precision):
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, activation=1,
                  force=plan)
     ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
-    assert_close(out, ref, dtype, None if precision == "half" else precision, "transposed")
-    if DEVICE == "cuda":  # tuned or not: no other tile is that thin
-        thin = (configs.GEMV_TILES if precision == "ieee"
-                else configs._THIN_TILES[configs.family_for(dtype, precision)])
-        assert last_config() in {t[0] for t in thin}
+    assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
+    if DEVICE == "cuda":  # tuned or not: the plan's kernel ran
+        if plan == dispatch.FMA_TRANSPOSED:  # C^T: n rows, m columns
+            untuned = configs.splitk_default_config("simt", n, m, k)
+            ran = (*configs.splitk_tiles("simt"), (configs.config_name(untuned, "simt"),))
+        elif plan == dispatch.GEMV:
+            ran = configs.GEMV_TILES
+        else:  # no other tile is that thin
+            ran = configs._THIN_TILES[configs.family_for(dtype, precision)]
+        assert last_config() in {t[0] for t in ran}
 
 
 def test_mid_m_weight_products_take_the_persistent_kernel():

@@ -204,6 +204,28 @@ def test_fringe_plans_replay_with_their_strips():
     assert launch_cache.stats["replayed"] - replayed == 1
 
 
+@gpu_only
+def test_transposed_fma_plans_replay_with_their_copy_of_a():
+    """An ieee product against a K-major weight runs C^T = W A^T on split-K with A^T
+    copied (dispatch.FMA_TRANSPOSED), 24 rows: padded rows in the copy, a bias epilogue.
+    The second call, on new operands, is a replay and matches float64 as the first did."""
+    from triton_gemm import dispatch
+    from triton_gemm.kernels import persistent
+    sms, tma = persistent.gpu_sms(torch.device("cuda"))
+    m, n, k = 24, dispatch.THIN_MIN_N, dispatch.SPLITK_MIN_K
+    a, w = randn(1, m, k), randn(1, n, k)
+    assert dispatch.plan(a, w.mT, "ieee", sms, tma) == dispatch.FMA_TRANSPOSED
+    launch_cache.clear()
+    replayed = launch_cache.stats["replayed"]
+    for _ in range(2):
+        a, w, bias = randn(1, m, k), randn(1, n, k), randn(1, 1, n)
+        out = torch.full((1, m, n), float("nan"), device=a.device)
+        launch_cache.run(a, w.mT, out, bias.expand(1, m, n), beta=1.0, precision="ieee")
+        ref = a.double() @ w.double().mT + bias.double()
+        assert_close(out, ref, torch.float32, "ieee", "C^T = W A^T")
+    assert launch_cache.stats["replayed"] - replayed == 1
+
+
 @pytest.mark.parametrize("bias", [False, True])
 def test_single_products_run_on_2d_operands(bias):
     """A 2-D call (what mm, matmul and linear pass when nothing records) returns its own

@@ -212,6 +212,24 @@ _SPLITK_HALF_TILES = (
 )
 _SPLITK_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st)
                            for name, bm, bn, bk, split, w, st in _SPLITK_HALF_TILES)
+# fp32 FMA (simt) adds the tiles of transposed skinny and mid-M products against a weight
+# (dispatch.FMA_TRANSPOSED: the weight's N rows as BM, the product's few M rows as BN),
+# BK 32. perf/tile_probe.py --transposed, H100, ieee, L2 flushed, kernel us (cuBLAS SGEMM):
+# 16x8192x8192 128x16 s8 118.0 (149.6); 16x11008x4096 64x16 s8 86.8 (102.9); 32x8192x8192
+# 128x32 s8 129.9 (205.4); 64x8192x8192 64x64 s4 219.2, 128x64 w8 s4 221.6 (207.1);
+# 64x4096x4096 64x64 s8 65.2 (67.2); 128x4096x4096 64x64 s4 118.7 (103.8);
+# 256x4096x4096 64x64 s2 225.8 (184.2); 128x28672x8192 64x64 s2 1435.6 (1325.7). 8 warps
+# lost elsewhere (128x16 s4 360 against 237 us at 8 rows), as did BK 16 (64x64 s4 226.9
+# against 215.3 at 32 rows).
+_SPLITK_FMA_TILES = (
+    ("k_128x16x32_s8", 128, 16, 32, 8, 4, 3),
+    ("k_64x16x32_s8", 64, 16, 32, 8, 4, 3),
+    ("k_128x32x32_s8", 128, 32, 32, 8, 4, 3),
+    ("k_64x64x32_s2", 64, 64, 32, 2, 4, 3),
+    ("k_64x64x32_s4", 64, 64, 32, 4, 4, 3),
+    ("k_64x64x32_s8", 64, 64, 32, 8, 4, 3),
+    ("k_128x64x32_s4_w8", 128, 64, 32, 4, 8, 3),
+)
 # The GEMV kernel (kernels/gemv.py), fp32 FMA skinny products (dispatch.GEMV_MAX_M rows, in blocks
 # of up to 16) against a K-major weight: (name, BN columns per program, num_warps, UNROLL K steps
 # per iteration); BK = 32 lanes x num_warps. Few rows want narrow programs with many warps; 8 and 16
@@ -337,6 +355,8 @@ def persistent_config(bm, bn, bk, warps, stages, subtile, warp_specialize=False)
 def splitk_tiles(family: str) -> tuple:
     if family not in FAMILIES:
         raise ValueError(f"unknown config family {family!r}; expected one of {FAMILIES}")
+    if family == "simt":
+        return _SPLITK_WORD_TILES + _SPLITK_FMA_TILES
     return _SPLITK_HALF_TILES if family == "half" else _SPLITK_WORD_TILES
 
 

@@ -40,8 +40,9 @@ Single (unbatched) products with at most one 64x64 output tile per two SMs and a
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle. Skinny
 products against a wide K-major weight run transposed instead (C^T = B^T A^T, TRANSPOSED):
-the plain kernel's thin tiles stream the weight in one launch; at fp32 FMA (ieee) up to 32
-rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K. On
+the plain kernel's thin tiles stream the weight in one launch; at fp32 FMA (ieee) up to 8
+rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K, and
+9..256 rows transposed on the split-K kernel with a row-major copy of A^T (FMA_TRANSPOSED). On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
 mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
@@ -132,20 +133,34 @@ SKINNY_M = 64
 # 64x8192x8192 60.7 vs 74.7 (60.0); 16x28672x8192 170.0 vs 179.6 (179.0); 16x4096x4096 21.4
 # vs 23.9 (23.2); tf32 64x8192x8192 104.6 vs 124.2 (111.1). At N = 4096 the 32-row tile
 # makes 128 programs, about one per SM; narrower weights (fewer programs) keep split-K.
-# fp32 FMA (ieee) products of at most 32 rows against such a weight run on the GEMV kernel
-# instead (kernels/gemv.py; GEMV): per-lane partial sums along K, registers reused across
-# rows and columns, one launch. tile_probe.py, H100, L2 flushed, us, as tuned (cuBLAS
-# SGEMM): 16x8192x8192 142.5 (154.9), 1x8192x8192 101.4 (122.7), 16x11008x4096 112.9
-# (111.6); split-K transposed, the best before it, 224.5 at 16x8192x8192. Past 16 rows it
-# runs row blocks of 16: 32x8192x8192 246.0 against split-K as given 380.5 (212.1), but
-# 64x8192x8192 442.0 against 441.3 (213.2), so 64 rows keep split-K. It needs no alignment
-# (scalar loads). tf32x3 products of up to 2 rows take it too: exact fp32 FMA, no less
-# accurate, and faster there than tf32x3 on split-K (report, H100, eager, us: 1 and 2 rows
-# x 8192 x 8192 101.8 and 102.0 against 113.5 and 112.3; 4 rows 111.7 against 112.8, 8 rows
-# 120.8 against 113.7).
+# fp32 FMA (ieee) products of at most GEMV_MAX_M rows against such a weight run on the
+# GEMV kernel instead (kernels/gemv.py; GEMV): per-lane partial sums along K, registers
+# reused across rows and columns, one launch. tile_probe.py, H100, L2 flushed, us, as tuned
+# (cuBLAS SGEMM): 16x8192x8192 142.5 (154.9), 1x8192x8192 101.4 (122.7), 16x11008x4096
+# 112.9 (111.6); split-K transposed on A^T as given, the best before it, 224.5 at
+# 16x8192x8192. Past 16 rows it runs row blocks of 16: 32x8192x8192 246.0 against split-K
+# as given 380.5 (212.1), 64x8192x8192 442.0 against 441.3 (213.2); past 8 rows
+# FMA_TRANSPOSED (below) beat it. It needs no alignment (scalar loads). tf32x3 products of
+# up to 2 rows take it too: exact fp32 FMA, no less accurate, and faster there than tf32x3
+# on split-K (report, H100, eager, us: 1 and 2 rows x 8192 x 8192 101.8 and 102.0 against
+# 113.5 and 112.3; 4 rows 111.7 against 112.8, 8 rows 120.8 against 113.7).
 THIN_MIN_N = 4096
-# Most rows the GEMV kernel takes, per precision (above).
-GEMV_MAX_M = {"ieee": 32, "tf32x3": 2}
+# Most rows the GEMV kernel takes, per precision (above; ieee: FMA_TRANSPOSED past them).
+GEMV_MAX_M = {"ieee": 8, "tf32x3": 2}
+# fp32 FMA (ieee) products of GEMV_MAX_M + 1 .. FMA_TRANSPOSED_MAX_M rows against a K-major
+# weight (aligned, at least THIN_MIN_N columns, K >= SPLITK_MIN_K) run transposed on the
+# split-K kernel, C^T = W A^T, with A^T staged row-major (FMA_TRANSPOSED): both FMA operands
+# then come in the layouts the dot reads as vectors (the weight a row-major first operand,
+# A^T an N-contiguous second one), for a copy of A (M x K) instead of the weight.
+# perf/tile_probe.py --transposed, H100, L2 flushed, us with the copy, best split-K tile
+# (previous plan, as the library ran it; cuBLAS SGEMM): 16x8192x8192 137.7 (GEMV 132.7;
+# 149.6); 32x8192x8192 134.9 (GEMV 238.1; 205.4); 64x8192x8192 225.2 (split-K as given
+# 509.0; 207.1); 16x11008x4096 91.2 (GEMV 107.8; 102.9); 64x4096x4096 71.7 (115.7; 67.2);
+# 128x4096x4096 141.2 (B copied row-major, plain kernel 175.0; 103.8); 128x28672x8192
+# 1443.8 (2049.3; 1325.7); 256x4096x4096 247.1 (263.4; 184.2); 512x4096x4096 447.6 (447.1;
+# 349.2), so not past MID_M_MAX rows. 8 rows stay on the GEMV kernel: 8x8192x8192 243.5
+# against 139.1.
+FMA_TRANSPOSED_MAX_M = configs.MID_M_MAX
 
 
 class Plan(NamedTuple):
@@ -158,7 +173,9 @@ class Plan(NamedTuple):
                               # on the persistent kernel as three plain tf32 dots
     core: tuple | None = None  # (rows, columns) the tiled kernel covers; the thin fringe
                                # of rows and columns past them runs on the split-K kernel
-    transposed: bool = False  # run C^T = B^T A^T (a skinny product) on the plain kernel
+    transposed: bool = False  # run C^T = B^T A^T (a skinny product) by the rest of the plan
+                              # (the plain kernel when that is all): its copies and kernel
+                              # are the transposed product's
     gemv: bool = False        # run the GEMV kernel (fp32 FMA, few rows)
     a_m_major: bool = False   # stage A M-contiguous (column-major) for fp32 FMA dots
     b_n_major: bool = False   # stage B N-contiguous (row-major) for fp32 FMA dots
@@ -173,6 +190,7 @@ PLAIN = Plan(False, False, False)
 SPLIT_TF32 = Plan(False, True, True, persistent=True, split_tf32=True)
 TRANSPOSED = Plan(False, False, False, transposed=True)
 GEMV = Plan(False, False, False, gemv=True)
+FMA_TRANSPOSED = Plan(False, False, False, split_k=True, transposed=True, b_n_major=True)
 
 
 def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
@@ -212,6 +230,10 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     k_major_weight = split_k and n >= THIN_MIN_N and sa[2] == 1 and sb[1] == 1
     if k_major_weight and m <= GEMV_MAX_M.get(precision, 0):
         return GEMV
+    if (precision == "ieee" and sms is not None and batch == 1 and _aligned(sb, 1, k)
+            and GEMV_MAX_M["ieee"] < m <= FMA_TRANSPOSED_MAX_M and n >= THIN_MIN_N
+            and k >= SPLITK_MIN_K):
+        return FMA_TRANSPOSED
     if (k_major_weight and m <= SKINNY_M and precision in ("half", "tf32")
             and a_ok and b_ok):
         return TRANSPOSED
@@ -374,6 +396,9 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
         return a_hi, b_hi.transpose(1, 2), (a_lo, b_lo.transpose(1, 2))
     kp, np_ = ((padded_extent(k, a.element_size()), padded_extent(n, b.element_size()))
                if p.pad else (k, n))
+    if p.b_n_major:
+        # Rows on the padded pitch: 16-byte loads along N at any N (FMA_TRANSPOSED's A^T).
+        np_ = padded_extent(n, b.element_size())
     partials = None
     if strip_from is not None:
         a, partials = padded_copy_with_strip(a, (batch, m, kp), b[0, :, strip_from:])
@@ -400,29 +425,28 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
         p = force
     else:
         p = PLAIN if INTERPRETER else plan(a, b, precision, *_persistent.gpu_sms(a.device))
+    if p.transposed:
+        # C^T = B^T A^T by the rest of the plan; out^T is a strided view of out.
+        run(b.transpose(1, 2), a.transpose(1, 2), out.transpose(1, 2),
+            None if d is None else d.expand(out.shape).transpose(1, 2), alpha=alpha,
+            beta=beta, precision=precision, activation=activation,
+            force=p._replace(transposed=False))
+        return out
     lo = None
     if p.split_tf32 and (precision != "tf32x3" or a.dtype != torch.float32):
         raise ValueError(f"a split_tf32 plan runs float32 operands at precision 'tf32x3', "
                          f"not {a.dtype} at {precision!r}")
-    if (p.a_m_major or p.b_n_major) and (p.persistent or p.split_k or p.gemv or p.transposed
-                                          or p.a_k_major or p.b_k_major):
-        raise ValueError(f"M-major A and N-major B copies feed the plain kernel's fp32 FMA "
-                         f"dots; {p} runs another kernel or stages K-major copies")
+    if (p.a_m_major or p.b_n_major) and (p.persistent or p.gemv or p.a_k_major
+                                          or p.b_k_major):
+        raise ValueError(f"M-major A and N-major B copies feed the plain and split-K "
+                         f"kernels' fp32 FMA dots; {p} runs another kernel or stages K-major "
+                         f"copies")
     if p.core is not None and (p.split_tf32 or p.split_k or p.gemv):
         raise ValueError(f"a plan with a core runs single products on the tiled kernels, "
                          f"not {p}")
     if (p.persistent or p.split_k or p.gemv or p.core is not None) and a.shape[0] != 1:
         raise ValueError(f"{p} runs single products, not a batch of {a.shape[0]}; "
                          f"dispatch.plan gives batches the plain kernel")
-    if p.transposed:
-        if p != TRANSPOSED:
-            raise ValueError(f"a transposed plan runs the operands as given, not {p}")
-        # C^T = B^T A^T on the plan's kernel; out^T is a strided view of out.
-        run(b.transpose(1, 2), a.transpose(1, 2), out.transpose(1, 2),
-            None if d is None else d.expand(out.shape).transpose(1, 2), alpha=alpha,
-            beta=beta, precision=precision, activation=activation,
-            force=p._replace(transposed=False))
-        return out
     if p.core is not None and not _splitk.supports(a, b, out, d):
         p = p._replace(core=None)  # 2^31 elements and more: the tiled kernel takes it all
     n = out.shape[2]
