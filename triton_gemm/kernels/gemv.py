@@ -1,5 +1,5 @@
 """GEMV-style fp32 FMA kernel for skinny products: C = A @ B with few rows (dispatch sends
-up to 32), both operands K-contiguous (A row-major, B a K-major weight: a linear layer's
+up to dispatch.GEMV_MAX_M; it takes up to 32), both operands K-contiguous (A row-major, B a K-major weight: a linear layer's
 x @ W^T).
 
 Each program owns BN output columns and a block of up to MAX_BM rows and walks the whole
