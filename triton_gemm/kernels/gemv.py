@@ -1,6 +1,6 @@
 """GEMV-style fp32 FMA kernel for skinny products: C = A @ B with few rows (dispatch sends
-up to dispatch.GEMV_MAX_M; it takes up to 32), both operands K-contiguous (A row-major, B a K-major weight: a linear layer's
-x @ W^T).
+up to dispatch.GEMV_MAX_M; it takes any), both operands K-contiguous (A row-major, B a
+K-major weight: a linear layer's x @ W^T).
 
 Each program owns BN output columns and a block of up to MAX_BM rows and walks the whole
 K, one launch with no partials. Its accumulator is a (BK, BN, BM) register tensor: K across
