@@ -383,7 +383,8 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
     padded_extent; the plain kernel reads the zero rows past M, not wrapped ones), and B
     (B, Kp, Np), K-major if p.b_k_major, else row-major, with zeroed padding. Operands the
     plan leaves alone come back as they are. A split_tf32 plan returns (A hi, B hi, (A lo,
-    B lo)) instead, B K-major. Kp and Np: padded_extent.
+    B lo)) instead, B K-major. Kp and Np: padded_extent (Np also for any row-major copy,
+    b_n_major).
     strip_from (a single product whose plan copies A): A's copy also computes the partial
     products of A with B's columns from strip_from on, returned third (copy.
     padded_copy_with_strip)."""
