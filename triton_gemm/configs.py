@@ -194,7 +194,9 @@ def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int)
 # 8..64 slices so that slices x tiles fill the 132 SMs. 4-byte operands halve BK.
 # perf/tile_probe.py, H100, L2 flushed, us (cuBLAS): 64x64x65536 fp16 s32 19.0, s64 17.0
 # (17.2); 128x128x65536 tf32 64x64 s32 58.6, 128x64 s64 45.4 (43.0); 128x128x16384 fp16
-# 64x64 s32 16.5, 128x64 s32 14.0 (12.5).
+# 64x64 s32 16.5, 128x64 s32 14.0 (12.5). A 64x64 output needs 128 slices of a 32x64 tile
+# to fill the SMs: 64x64x65536 tf32 32x64 s128 20.8, 64x64 s128 23.3, 64x64 s64 34.7 (24.9);
+# ieee (FMA, BK 32) 32x64 s128 26.1, 64x64 s64 57.6 (cuBLAS SGEMM 31.6).
 _SPLITK_HALF_TILES = (
     ("k_16x128x128_s4", 16, 128, 128, 4, 4, 4),
     ("k_16x128x128_s8", 16, 128, 128, 8, 4, 4),
@@ -209,18 +211,19 @@ _SPLITK_HALF_TILES = (
     ("k_64x128x64_s8", 64, 128, 64, 8, 4, 4),
     ("k_128x128x64_s16", 128, 128, 64, 16, 8, 4),
     ("k_128x128x64_s32", 128, 128, 64, 32, 8, 4),
+    ("k_32x64x128_s128", 32, 64, 128, 128, 4, 3),
 )
 _SPLITK_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st)
                            for name, bm, bn, bk, split, w, st in _SPLITK_HALF_TILES)
 # fp32 FMA (simt) adds the tiles of transposed skinny and mid-M products against a weight
 # (dispatch.FMA_TRANSPOSED: the weight's N rows as BM, the product's few M rows as BN),
-# BK 32. perf/tile_probe.py --transposed, H100, ieee, L2 flushed, kernel us (cuBLAS SGEMM):
-# 16x8192x8192 128x16 s8 118.0 (149.6); 16x11008x4096 64x16 s8 86.8 (102.9); 32x8192x8192
-# 128x32 s8 129.9 (205.4); 64x8192x8192 64x64 s4 219.2, 128x64 w8 s4 221.6 (207.1);
-# 64x4096x4096 64x64 s8 65.2 (67.2); 128x4096x4096 64x64 s4 118.7 (103.8);
-# 256x4096x4096 64x64 s2 225.8 (184.2); 128x28672x8192 64x64 s2 1435.6 (1325.7). 8 warps
-# lost elsewhere (128x16 s4 360 against 237 us at 8 rows), as did BK 16 (64x64 s4 226.9
-# against 215.3 at 32 rows).
+# BK 32 (and the huge-K 32x64 tile at that BK, above). perf/tile_probe.py --transposed,
+# H100, ieee, L2 flushed, kernel us (cuBLAS SGEMM): 16x8192x8192 128x16 s8 118.0 (149.6);
+# 16x11008x4096 64x16 s8 86.8 (102.9); 32x8192x8192 128x32 s8 129.9 (205.4); 64x8192x8192
+# 64x64 s4 219.2, 128x64 w8 s4 221.6 (207.1); 64x4096x4096 64x64 s8 65.2 (67.2);
+# 128x4096x4096 64x64 s4 118.7 (103.8); 256x4096x4096 64x64 s2 225.8 (184.2);
+# 128x28672x8192 64x64 s2 1435.6 (1325.7). 8 warps lost elsewhere (128x16 s4 360 against
+# 237 us at 8 rows), as did BK 16 (64x64 s4 226.9 against 215.3 at 32 rows).
 _SPLITK_FMA_TILES = (
     ("k_128x16x32_s8", 128, 16, 32, 8, 4, 3),
     ("k_64x16x32_s8", 64, 16, 32, 8, 4, 3),
@@ -229,6 +232,7 @@ _SPLITK_FMA_TILES = (
     ("k_64x64x32_s4", 64, 64, 32, 4, 4, 3),
     ("k_64x64x32_s8", 64, 64, 32, 8, 4, 3),
     ("k_128x64x32_s4_w8", 128, 64, 32, 4, 8, 3),
+    ("k_32x64x32_s128", 32, 64, 32, 128, 4, 3),
 )
 # The GEMV kernel (kernels/gemv.py), fp32 FMA skinny products (dispatch.GEMV_MAX_M rows, in blocks
 # of up to 16) against a K-major weight: (name, BN columns per program, num_warps, UNROLL K steps
