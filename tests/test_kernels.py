@@ -44,6 +44,50 @@ def test_every_config(family, tile, dtype, precision):
     assert_close(out, ref, dtype, None if precision == "half" else precision, tile[0])
 
 
+# 16-byte rows that are not 16 elements (K and B's row stride 8 mod 16 for 16-bit
+# operands, multiples of 4 for fp32): the kernel's VEC hint.
+VM, VN, VK = (300, 264, 200) if DEVICE == "cuda" else (67, 72, 40)
+
+
+@requires_kernels
+@pytest.mark.parametrize("family,tile,dtype,precision", PINNED,
+                         ids=[f"{t[0]}-{dt}-{p}".replace("torch.", "") for _, t, dt, p in PINNED])
+def test_every_config_on_16_byte_rows(family, tile, dtype, precision):
+    """Each config with the VEC hint (kernel.vector_width), B row-major and K-major, a
+    batch and the addmm epilogue: the hint promises only what holds (a wrong one misaligns
+    the GPU's vector loads)."""
+    config = configs.configs(family)[configs.tiles(family).index(tile)]
+    a = randn(2, VM, VK, dtype=dtype)
+    d = randn(1, 1, VN, dtype=dtype)
+    for b in (randn(2, VK, VN, dtype=dtype), randn(2, VN, VK, dtype=dtype).mT):
+        vec, b_k_major = kernel.vector_width(a, b, VK, VN)
+        assert vec == 16 // a.element_size() and b_k_major == (b.stride(1) == 1)
+        out = poisoned(2, VM, VN, dtype=dtype)
+        kernel.matmul_3d(a, b, out, d, alpha=1.5, beta=-0.5, precision=precision,
+                         config=config)
+        ref = 1.5 * torch.matmul(a.double(), b.double()).cpu() - 0.5 * d.double().cpu()
+        assert_close(out, ref, dtype, None if precision == "half" else precision,
+                     f"{tile[0]}, B K-major: {b_k_major}")
+
+
+def test_vector_width_needs_every_row_on_16_bytes():
+    """No hint where triton sees 16 elements anyway, where a base or stride is off 16 bytes,
+    or where neither operand dimension of B is contiguous."""
+    half = torch.float16
+    a, b = torch.empty(1, 64, 40, dtype=half), torch.empty(1, 40, 72, dtype=half)
+    assert kernel.vector_width(a, b, 40, 72) == (8, False)
+    assert kernel.vector_width(a.float(), b.float(), 40, 72) == (4, False)
+    assert kernel.vector_width(torch.empty(1, 64, 48, dtype=half),
+                               torch.empty(1, 48, 64, dtype=half), 48, 64) == (0, False)
+    storage = torch.empty(64 * 40 + 1, dtype=half)
+    assert kernel.vector_width(storage[1:].view(1, 64, 40), b, 40, 72) == (0, False)
+    assert kernel.vector_width(torch.empty(1, 64, 36, dtype=half),
+                               torch.empty(1, 36, 72, dtype=half), 36, 72) == (0, False)
+    assert kernel.vector_width(a.mT.contiguous().mT, b, 40, 72) == (0, False)  # M-major A
+    assert kernel.vector_width(a, torch.empty(1, 40, 144, dtype=half)[:, :, ::2], 40,
+                               72) == (0, False)
+
+
 @requires_kernels
 @pytest.mark.parametrize("dtype,precision", [(torch.float32, "tf32x3"), (torch.float16, "half")])
 def test_default_config_writes_every_element(dtype, precision):

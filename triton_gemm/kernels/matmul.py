@@ -23,7 +23,7 @@ def _matmul_kernel(
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, UPCAST: tl.constexpr, INT64: tl.constexpr,
-    ACTIVATION: tl.constexpr,
+    ACTIVATION: tl.constexpr, VEC: tl.constexpr, B_K_MAJOR: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """One BM x BN tile of C[batch] = alpha * A[batch] @ B[batch] (+ beta * D[batch]).
@@ -38,7 +38,11 @@ def _matmul_kernel(
     fp32 before the dot (Triton's interpreter returns garbage for a bf16 dot). INT64
     computes element offsets in int64 for operands beyond 2^31 elements. ACTIVATION: an
     epilogue.ACTIVATIONS code, applied after the beta * D term. M_BUCKET..LAYOUT are only
-    read by the autotuner's key.
+    read by the autotuner's key. VEC > 0 promises 16-byte rows that triton's own
+    specialisation (multiples of 16 elements) cannot see: A K-contiguous, B K-contiguous
+    (B_K_MAJOR: stride_bk is 1) or N-contiguous (stride_bn is 1), their other strides, K
+    and (B N-contiguous) NB multiples of VEC elements (16 bytes), so the loads stay 16
+    bytes wide (fp16 K = 1000).
     """
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BM)
@@ -67,16 +71,32 @@ def _matmul_kernel(
     rows_a = offs_m % MA
     cols_b = offs_n % NB
     batch64 = batch.to(tl.int64)
-    a_ptrs = (a_ptr + batch64 * stride_ab + rows_a[:, None] * stride_am
-              + offs_k[None, :] * stride_ak)
-    b_ptrs = (b_ptr + batch64 * stride_bb + offs_k[:, None] * stride_bk
-              + cols_b[None, :] * stride_bn)
+    # Offsets of A's rows and of B's rows (N-contiguous) or columns (K-major); VEC: each a
+    # multiple of VEC, B's columns in aligned runs of VEC (see the docstring).
+    a_rows = batch64 * stride_ab + rows_a * stride_am
+    b_k_rows = batch64 * stride_bb + offs_k * stride_bk
+    b_cols = cols_b * stride_bn
+    if VEC > 0:
+        a_rows = tl.multiple_of(a_rows, VEC)
+        if B_K_MAJOR:
+            b_k_rows = offs_k
+            b_cols = tl.multiple_of(batch64 * stride_bb + cols_b * stride_bn, VEC)
+        else:
+            b_k_rows = tl.multiple_of(b_k_rows, VEC)
+            b_cols = tl.max_contiguous(tl.multiple_of(cols_b, VEC), VEC)
+    a_ptrs = a_ptr + a_rows[:, None] + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + b_k_rows[:, None] + b_cols[None, :]
 
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
         k_left = K - k * BK
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        a_mask = offs_k[None, :] < k_left
+        b_mask = offs_k[:, None] < k_left
+        if VEC > 0:  # K is a multiple of VEC: the masks hold in runs of VEC along K
+            a_mask = tl.max_constancy(a_mask, [1, VEC])
+            b_mask = tl.max_constancy(b_mask, [VEC, 1])
+        a = tl.load(a_ptrs, mask=a_mask, other=0.0)
+        b = tl.load(b_ptrs, mask=b_mask, other=0.0)
         if UPCAST:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -96,6 +116,38 @@ def _matmul_kernel(
 _TUNED = make_tuners(_matmul_kernel, "matmul",
                      {family: configs.configs(family) for family in configs.FAMILIES},
                      configs.plain_prune)
+
+
+# Bytes of the vector loads the kernel's VEC hint restores (16-byte cp.async instead of
+# 2-byte loads in the sm_90 PTX at fp16 K = 1000). H100, CUDA-graph replay after an L2
+# flush, best of five tiles, us, hinted against not (cuBLAS): 8x1000x1000 fp16 10.7 vs 37.0
+# (8.1); 8 x 48x1000x1000 13.6 vs 39.6 (12.0); 1000^3 15.8 vs 46.0 (11.4); bf16 the same
+# within 0.2 us. Dispatch pads such operands from 64 rows and columns, and on Hopper runs
+# single products on the TMA kernel instead (1000^3 bf16 15.1 us there, perf/plans.py):
+# the hint serves the plain kernel's other launches (fewer rows, batches of them).
+VECTOR_BYTES = 16
+
+
+def vector_width(a: torch.Tensor, b: torch.Tensor, k: int, nb: int) -> tuple[int, bool]:
+    """The kernel's (VEC, B_K_MAJOR) for (B, MA, K) a and (B, K, NB) b: VEC, elements per 16
+    bytes, where A is K-contiguous, B N-contiguous or else K-contiguous (B_K_MAJOR), their
+    bases 16-byte aligned and their other strides, K and (B N-contiguous) NB multiples of
+    it, but not all multiples of 16 elements (which triton specialises on by itself); else
+    (0, False)."""
+    vec = VECTOR_BYTES // a.element_size()
+    sa, sb = a.stride(), b.stride()
+    b_k_major = sb[2] != 1
+    if not b_k_major:
+        b_rows = (sb[1], nb)
+    elif sb[1] == 1:
+        b_rows = (sb[2],)
+    else:
+        return 0, False
+    counts = (sa[0], sa[1], sb[0], k, *b_rows)
+    if (sa[2] != 1 or a.data_ptr() % VECTOR_BYTES or b.data_ptr() % VECTOR_BYTES
+            or any(c % vec for c in counts) or all(c % 16 == 0 for c in counts)):
+        return 0, False
+    return vec, b_k_major
 
 
 def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
@@ -121,8 +173,10 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
         *a.stride(), *b.stride(), *out.stride(), *d.stride(),
         float(alpha), float(beta), *tuning,
     )
+    vec, b_k_major = vector_width(a, b, k, nb)
     meta = dict(PRECISION=dot_prec, HAS_D=has_d, INT64=int64, ACTIVATION=activation,
-                UPCAST=INTERPRETER and a.dtype == torch.bfloat16)
+                UPCAST=INTERPRETER and a.dtype == torch.bfloat16, VEC=vec,
+                B_K_MAJOR=b_k_major)
 
     def grid(meta_):
         return (batch * triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"]),)
@@ -132,6 +186,6 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
         config = configs.interpreter_config()
     elif config is None and not AUTOTUNE:
         config = configs.default_config(family, n)
-    key = (*tuning, dot_prec, has_d, a.dtype, b.dtype, out.dtype, d.dtype)
+    key = (*tuning, dot_prec, has_d, a.dtype, b.dtype, out.dtype, d.dtype, vec, b_k_major)
     launch(_matmul_kernel, _TUNED[family], grid, args, meta, config, family, key)
     return out
