@@ -395,11 +395,10 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
         a_hi, a_lo = split_copy(a, (batch, m, kp))
         b_hi, b_lo = split_copy(b.transpose(1, 2), (batch, n, kp))
         return a_hi, b_hi.transpose(1, 2), (a_lo, b_lo.transpose(1, 2))
-    kp, np_ = ((padded_extent(k, a.element_size()), padded_extent(n, b.element_size()))
-               if p.pad else (k, n))
-    if p.b_n_major:
-        # Rows on the padded pitch: 16-byte loads along N at any N (FMA_TRANSPOSED's A^T).
-        np_ = padded_extent(n, b.element_size())
+    kp = padded_extent(k, a.element_size()) if p.pad else k
+    # A row-major copy of B keeps the padded pitch too: 16-byte loads along N at any N
+    # (FMA_TRANSPOSED's A^T).
+    np_ = padded_extent(n, b.element_size()) if p.pad or p.b_n_major else n
     partials = None
     if strip_from is not None:
         a, partials = padded_copy_with_strip(a, (batch, m, kp), b[0, :, strip_from:])

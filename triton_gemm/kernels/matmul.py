@@ -186,6 +186,6 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
         config = configs.interpreter_config()
     elif config is None and not AUTOTUNE:
         config = configs.default_config(family, n)
-    key = (*tuning, dot_prec, has_d, a.dtype, b.dtype, out.dtype, d.dtype, vec, b_k_major)
+    key = (*tuning, dot_prec, has_d, a.dtype, b.dtype, out.dtype, d.dtype)
     launch(_matmul_kernel, _TUNED[family], grid, args, meta, config, family, key)
     return out
