@@ -68,8 +68,10 @@ def make_operands(case: Case, dtype: torch.dtype, device: str, l2_bytes: int = 0
     def one():
         def rnd(*shape):
             return torch.randn(*shape, device=device).to(dtype)
-        if case.layout == "nt":
-            return rnd(case.m, case.k), rnd(case.n, case.k).t()
+        if case.layout in ("nt", "tn", "tt"):
+            a = rnd(case.k, case.m).t() if case.layout[0] == "t" else rnd(case.m, case.k)
+            b = rnd(case.n, case.k).t() if case.layout[1] == "t" else rnd(case.k, case.n)
+            return a, b
         if case.layout == "pad":
             return rnd(case.m, case.k + 3)[:, :case.k], rnd(case.k, case.n + 5)[:, :case.n]
         return rnd(case.m, case.k), rnd(case.k, case.n)

@@ -1,6 +1,8 @@
 """Shape suites of the report. A case is (M, N, K, layout): layout "nn" multiplies row-major
-A and B; "nt" takes B as the transpose of a row-major (N, K) weight, as linear() does; "pad"
-gives A and B leading dimensions padded past K and N (unaligned strides)."""
+A and B; "nt" takes B as the transpose of a row-major (N, K) weight, as linear() does; "tn"
+takes A as the transpose of a row-major (K, M) matrix (a weight gradient's X^T); "tt" both
+transposed; "pad" gives A and B leading dimensions padded past K and N (unaligned
+strides)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ class Case(NamedTuple):
         return f"{self.m}x{self.n}x{self.k}{tail}"
 
 
-LAYOUTS = ("nn", "nt", "pad")
+LAYOUTS = ("nn", "nt", "tn", "tt", "pad")
 
 # N x K of common transformer projections (Llama-7B attention and MLP, Llama-70B MLP).
 LLM_WEIGHTS = ((4096, 4096), (11008, 4096), (4096, 11008), (28672, 8192), (8192, 28672))
@@ -31,6 +33,10 @@ SUITES = {
             Case(127, 8191, 509), Case(4096, 4096, 4096, "pad"), Case(3000, 3000, 3000, "pad")),
     "skinny": tuple(Case(m, 8192, 8192, "nt") for m in (1, 2, 4, 8, 16, 32, 64))
               + (Case(16, 28672, 8192, "nt"),),
+    # Every operand layout at the square headline sizes: fp32 tensor-core dots read their
+    # operands K-major only (dispatch stages copies), so speed depends on the layout.
+    "layouts": tuple(Case(s, s, s, layout) for s in (4096, 8192)
+                     for layout in ("nn", "nt", "tn", "tt")),
     "splitk": (Case(128, 128, 65536), Case(64, 64, 65536), Case(256, 256, 32768),
                Case(128, 128, 16384)),
 }

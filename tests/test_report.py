@@ -34,6 +34,11 @@ def test_suites():
 def test_operand_layouts_and_rotation():
     a, b = bench.make_operands(suites.Case(6, 5, 4, "nt"), torch.float32, "cpu")[0]
     assert a.shape == (6, 4) and b.shape == (4, 5) and b.stride() == (1, 4)
+    a, b = bench.make_operands(suites.Case(6, 5, 4, "tn"), torch.float32, "cpu")[0]
+    assert a.shape == (6, 4) and a.stride() == (1, 6) and b.stride() == (5, 1)
+    a, b = bench.make_operands(suites.Case(6, 5, 4, "tt"), torch.float32, "cpu")[0]
+    assert a.stride() == (1, 6) and b.shape == (4, 5) and b.stride() == (1, 4)
+    assert {c.layout for c in suites.SUITES["layouts"]} == {"nn", "nt", "tn", "tt"}
     a, b = bench.make_operands(suites.Case(6, 5, 4, "pad"), torch.float32, "cpu")[0]
     assert a.stride() == (7, 1) and b.stride() == (10, 1)
     # Sets so that two L2-fulls are touched: 100 KB of operands against a 1 MB L2.

@@ -9,7 +9,13 @@ Two facts measured on the H100 (4096^3, tutorial-style Triton kernel) decide thi
   restores 16-byte loads; the zero padding adds nothing to the product.
 * fp32 operands on tensor cores (tf32, tf32x3): wgmma reads 32-bit operands only in
   K-major layout; with row-major B, tf32 ran 142 TFLOPS against 308 for K-major B
-  (tf32x3: 56 against 96). A K-major copy of B costs one read and write of B.
+  (tf32x3: 56 against 96). A K-major copy of B costs one read and write of B. Only
+  wgmma's first operand may come in another layout, from registers: a tile run transposed,
+  acc^T = B^T A^T with B^T in registers, compiles to register-sourced wgmma with triton 3.6
+  for sm_90 (checked offline), but is not used: triton's pipeliner can overwrite those
+  registers while a wgmma still reads them (triton-lang/triton#9433), ptxas before CUDA
+  13.3 may reuse them early (triton-lang/triton#11781; triton 3.6 ships ptxas 12.8), and
+  ptxas serialises the wgmmas of the non-warp-specialised tiles (its C7515 note).
 * fp32 FMA (ieee) wants the opposite: an M-major A and a row-major B (outer products).
   With a K-major B it ran 0.48x cuBLAS SGEMM at 4096^3 against 0.84x row-major, and an
   M-major A took row-major B from 0.84x to 0.93x (FMA_STAGE_A_MIN).
