@@ -23,14 +23,16 @@ INT_ARGS = ("M", "N", "K", "stride_cm", "stride_dm", "stride_dn", "M_BUCKET", "N
 
 
 def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True,
-                 split: bool = False, half_tail: bool = False) -> int:
+                 split: bool = False, half_tail: bool = False, a_m_major: bool = False) -> int:
     """Compile one config the way the GPU specialises it: host TMA descriptors with the
-    config's block shapes (B K-major; C's without c_tma, the remainders' without split and
-    the tail's without half_tail are None), pointers and sizes divisible by 16 (stride_cm
-    not, for a pointer-stored C), and (the costly case) a D with unit column stride."""
+    config's block shapes (A row-major, or M-major with a_m_major; B K-major; C's without
+    c_tma, the remainders' without split and the tail's without half_tail are None),
+    pointers and sizes divisible by 16 (stride_cm not, for a pointer-stored C), and (the
+    costly case) a D with unit column stride."""
     _, bm, bn, bk, warps, stages, subtile, *ws = tile
     sig = {"c_ptr": f"*{dtype}", "d_ptr": f"*{dtype}",
-           "a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>",
+           "a_desc": f"tensordesc<{dtype}[{bk}, {bm}]>" if a_m_major
+           else f"tensordesc<{dtype}[{bm}, {bk}]>",
            "b_desc": f"tensordesc<{dtype}[{bn}, {bk}]>",
            "c_desc": f"tensordesc<{dtype}[{bm}, {bn // 2 if subtile else bn}]>",
            "alo_desc": f"tensordesc<{dtype}[{bm}, {bk}]>",
@@ -39,9 +41,9 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = Tr
            "ct_desc": f"tensordesc<{dtype}[{bm}, {bn // 4 if subtile else bn // 2}]>"}
     sig.update({name: "i32" for name in INT_ARGS})
     sig.update(alpha="fp32", beta="fp32")
-    const = dict(PRECISION=precision, HAS_D=has_d, B_K_MAJOR=True, UPCAST=False, NUM_SMS=132,
-                 C_TMA=c_tma, ACTIVATION=0, SPLIT=split, HI_FLUSH_K=64 if split else 0,
-                 HALF_TAIL=half_tail,
+    const = dict(PRECISION=precision, HAS_D=has_d, A_M_MAJOR=a_m_major, B_K_MAJOR=True,
+                 UPCAST=False, NUM_SMS=132, C_TMA=c_tma, ACTIVATION=0, SPLIT=split,
+                 HI_FLUSH_K=64 if split else 0, HALF_TAIL=half_tail,
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,
                  WARP_SPECIALIZE=bool(ws and ws[0]))
     if has_d:
@@ -66,15 +68,19 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = Tr
 
 
 def main() -> int:
-    cases = {"half": [("fp16", "tf32", False)], "half_mid": [("fp16", "tf32", False)],
-             "tf32": [("fp32", "tf32", False), ("fp32", "tf32x3", False)],
-             "tf32_mid": [("fp32", "tf32", False)],
-             "split": [("fp32", "tf32x3", True)]}
+    # (dtype, precision, split, A M-major): 16-bit A may come M-major (its smem tile
+    # transposed; 32-64 bytes more on some tiles).
+    half = [("fp16", "tf32", False, False), ("fp16", "tf32", False, True)]
+    cases = {"half": half, "half_mid": half,
+             "tf32": [("fp32", "tf32", False, False), ("fp32", "tf32x3", False, False)],
+             "tf32_mid": [("fp32", "tf32", False, False)],
+             "split": [("fp32", "tf32x3", True, False)]}
     print("name: ((TMA-stored C: bytes without D, with D), (pointer-stored C: ...))")
     for family, variants in cases.items():
         for tile in configs.persistent_tiles(family):
-            sizes = tuple(tuple(max(shared_bytes(dt, p, tile, has_d, c_tma, split)
-                                    for dt, p, split in variants)
+            sizes = tuple(tuple(max(shared_bytes(dt, p, tile, has_d, c_tma, split,
+                                                 a_m_major=a_m)
+                                    for dt, p, split, a_m in variants)
                                 for has_d in (False, True))
                           for c_tma in (True, False))
             print(f'    "{tile[0]}": {sizes},')

@@ -229,6 +229,9 @@ def test_sixteen_byte_rows_skip_the_padded_copies_on_hopper():
     half = _ops(1000, 1000, 1000, dtype=torch.float16)
     assert dispatch.plan(*half, "half", sms) == dispatch.Plan(False, False, False, True)
     assert dispatch.plan(*half, "half", None).pad  # not Hopper
+    for a_layout, b_layout in (("col", "row"), ("col", "col")):  # 16-bit A M-major too
+        assert dispatch.plan(*_ops(1000, 1000, 1000, a_layout, b_layout, torch.float16),
+                             "half", sms) == dispatch.Plan(False, False, False, True)
     assert dispatch.plan(*_ops(1000, 1000, 1000), "tf32", sms) == \
         dispatch.Plan(False, False, True, True)
     assert dispatch.plan(*_ops(1000, 1000, 1000, "col"), "tf32x3", sms) == \
@@ -275,17 +278,21 @@ def test_persistent_plans_for_unaligned_operands_stage_what_the_kernel_takes(dty
 
 
 @requires_kernels
-@pytest.mark.parametrize("dtype,precision,k,padded_rows", [
-    (torch.float16, "half", 40, False), (torch.bfloat16, "half", 40, False),
-    (torch.float32, "tf32x3", 36, False), (torch.float32, "tf32x3", 36, True)])
+@pytest.mark.parametrize("dtype,precision,k,padded_rows,a_m_major", [
+    (torch.float16, "half", 40, False, False), (torch.bfloat16, "half", 40, False, False),
+    (torch.float16, "half", 40, False, True), (torch.float32, "tf32x3", 36, False, False),
+    (torch.float32, "tf32x3", 36, True, False)])
 def test_sixteen_byte_rows_on_the_tma_kernel_compute_the_product(dtype, precision, k,
-                                                                 padded_rows):
+                                                                 padded_rows, a_m_major):
     """The plan above, run: unpadded operands whose sizes are not multiples of 16 elements,
     an unaligned output stored by pointer stores, a bias-style D. padded_rows: leading
-    dimensions 3 and 5 past K and N, rows TMA cannot take, so fp32 A and B get K-major copies."""
+    dimensions 3 and 5 past K and N, rows TMA cannot take, so fp32 A and B get K-major copies.
+    a_m_major: a 16-bit A stored M-contiguous, read through its transposed descriptor."""
     if padded_rows:
         a = randn(1, 72, k + 3, dtype=dtype)[:, :, :k]
         b = randn(1, k, 77, dtype=dtype)[:, :, :72]
+    elif a_m_major:
+        a, b = randn(1, k, 72, dtype=dtype).transpose(1, 2), randn(1, k, 72, dtype=dtype)
     else:
         a, b = randn(1, 72, k, dtype=dtype), randn(1, k, 72, dtype=dtype)
     p = dispatch.plan(a, b, precision, sms=132)
@@ -650,3 +657,22 @@ def test_mid_m_product_runs_on_the_mid_tiles(dtype):
     assert_close(out, ref, dtype, None if precision == "half" else precision, "mid-M")
     assert last_config() in {configs.config_name(c, family)
                              for c in configs.persistent_configs(family)}
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="the persistent TMA kernel runs on the GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("b_layout", ["row", "col"])
+def test_transposed_a_runs_on_the_persistent_kernel(dtype, b_layout):
+    """A 16-bit A stored M-contiguous (X^T, as a weight gradient dY^T X takes it) reaches
+    the persistent kernel as it is, no copy: right answer on a poisoned output, with a D."""
+    m, n, k = 2048, 2048, 520  # 256 tiles of 128x128; K not a multiple of the tiles' BK
+    a, b = (t.normal_() for t in _ops(m, n, k, "col", b_layout, dtype, DEVICE))
+    p = dispatch.plan(a, b, "half", *_persistent.gpu_sms(a.device))
+    assert p.persistent and not p.copies, p
+    d = randn(n, dtype=dtype)
+    out = torch.full((1, m, n), float("nan"), dtype=dtype, device=a.device)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision="half")
+    assert last_config() in {configs.config_name(c, "half")
+                             for c in configs.persistent_configs("half")}
+    ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
+    assert_close(out, ref, dtype, None, f"M-major A, B {b_layout}")

@@ -268,7 +268,12 @@ def test_persistent_supports_only_tma_friendly_operands():
     assert not persistent.supports(a, b.t(), out, "ieee")  # no tensor cores
     h = torch.empty(64, 64, dtype=torch.float16)
     assert persistent.supports(h, h, h, "half")
-    assert not persistent.supports(h.t(), h, h, "half")  # A must be row-major
+    assert persistent.supports(h.t(), h, h, "half")  # M-major A: wgmma reads it transposed
+    assert not persistent.supports(a.t(), b.t(), out, "tf32")  # fp32 A must be K-major too
+    m_major_odd = torch.empty(64, 63, dtype=torch.float16).t()  # (K, M) rows of 63 elements
+    assert not persistent.supports(m_major_odd, h, h[:63], "half")
+    assert not persistent.supports(torch.empty(64, 64, 2, dtype=torch.float16)[:, :, 0], h, h,
+                                   "half")  # neither dimension contiguous
     odd = torch.empty(64, 63, dtype=torch.float16)
     assert not persistent.supports(odd, torch.empty(63, 64, dtype=torch.float16), h, "half")
     assert persistent.supports(h, h, torch.empty(64, 67, dtype=torch.float16)[:, :64], "half")
@@ -518,6 +523,35 @@ def test_split_copy_refuses_mismatched_outputs():
                   torch.empty(1, 4, 4, device=DEVICE).transpose(1, 2))
 
 
+M_MAJOR_A_CASES = [(family, tile, dtype, b_k_major)
+                   for family in ("half", "half_mid") for tile in configs.persistent_tiles(family)
+                   if DEVICE == "cuda" or tile[0] == configs._PERSISTENT_DEFAULT[family]
+                   for dtype in (torch.float16, torch.bfloat16) for b_k_major in (False, True)]
+
+
+@requires_kernels
+@pytest.mark.parametrize("family,tile,dtype,b_k_major", M_MAJOR_A_CASES,
+                         ids=[f"{t[0]}-{dt}-{'kmajor' if km else 'row'}".replace("torch.", "")
+                              for _, t, dt, km in M_MAJOR_A_CASES])
+def test_persistent_config_reads_an_m_major_a(family, tile, dtype, b_k_major):
+    """A 16-bit A stored M-contiguous (a transposed matrix: X^T of a weight gradient) goes
+    through TMA as its (K, M) rows and into the dot transposed: every 16-bit config on the
+    GPU (the families' defaults in the interpreter), ragged sizes, both B layouts, a D."""
+    m, n, k = (300, 270, 200) if DEVICE == "cuda" else (72, 45, 70)
+    config = configs.persistent_configs(family)[configs.persistent_tiles(family).index(tile)]
+    with_d = configs.persistent_fits(config, family, True, H100_SMEM)
+    a = aligned(k, m, dtype).t()
+    b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
+    d = randn(n, dtype=dtype) if with_d else None
+    out = aligned(m, n, dtype, fill=float("nan"))
+    assert persistent.supports(a, b, out, "half") and persistent._a_m_major(a)
+    persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision="half", config=config)
+    ref = -(a.double() @ b.double()).cpu()
+    if with_d:
+        ref += 2.0 * d.double().cpu()
+    assert_close(out, ref, dtype, None, f"{tile[0]} M-major A")
+
+
 # Operand dtypes and precisions a family runs; fp32 B only K-major (wgmma's rule); "split"
 # on staged halves.
 FAMILY_RUNS = {"half": [(torch.float16, "half"), (torch.bfloat16, "half")],
@@ -538,8 +572,9 @@ def test_warp_specialized_configs_over_shapes(family, tile, m, n, k):
     is checked over K tails, several tiles per program, B layouts and with a D."""
     config = configs.persistent_configs(family)[configs.persistent_tiles(family).index(tile)]
     for dtype, precision in FAMILY_RUNS[family]:
-        for b_k_major in (False, True) if dtype != torch.float32 else (True,):
-            a = aligned(m, k, dtype)
+        for b_k_major, a_m_major in (((False, False), (True, False), (True, True))
+                                     if dtype != torch.float32 else ((True, False),)):
+            a = aligned(k, m, dtype).t() if a_m_major else aligned(m, k, dtype)
             b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
             with_d = b_k_major and configs.persistent_fits(config, family, True, H100_SMEM)
             d = randn(n, dtype=dtype) if with_d else None
@@ -551,4 +586,5 @@ def test_warp_specialized_configs_over_shapes(family, tile, m, n, k):
             if with_d:
                 ref += 2.0 * d.double()
             assert_close(out, ref, dtype, None if precision == "half" else precision,
-                         f"{tile[0]} {dtype} {precision} kmajor={b_k_major}")
+                         f"{tile[0]} {dtype} {precision} kmajor={b_k_major} "
+                         f"a_m_major={a_m_major}")

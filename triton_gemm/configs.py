@@ -266,22 +266,23 @@ INTERPRETER_TILE = ("interpreter", 32, 32, 16, 4, 1)
 
 
 # Shared memory per persistent config, read from triton.compile for sm_90 by
-# perf/smem_probe.py (Triton 3.6; the worse of tf32/tf32x3; "split" tiles with SPLIT on):
+# perf/smem_probe.py (Triton 3.6; the worse of tf32/tf32x3 and, 16-bit, of a row-major and
+# an M-major A; "split" tiles with SPLIT on):
 # ((TMA-stored C: bytes without a D epilogue, with one), (pointer-stored C: without, with)).
 # With a TMA-stored C a D costs a tile more because the pipeliner stages D's loads too; a
 # pointer-stored C (unaligned output) needs a layout-conversion buffer instead, which does
 # not fit for pt_128x256x32_sub.
 PERSISTENT_SMEM = {
-    "p_128x256x64_sub": ((180248, 213016), (180248, 180248)),
-    "p_256x128x64_sub": ((180248, 245784), (213016, 213016)),
-    "p_128x256x64_s2": ((163856, 196624), (131088, 131088)),
-    "p_128x128x64": ((163872, 196640), (163872, 163872)),
-    "p_128x128x64_w4": ((163872, 172064), (139296, 139296)),
-    "p_128x256x64_sub_ws": ((180248, 180248), (147480, 147480)),
-    "pm_64x64x128": ((172072, 180264), (172072, 172072)),
-    "pm_128x64x128": ((213024, 229408), (213024, 213024)),
-    "pm_128x128x64_s6": ((229424, 237616), (204848, 204848)),
-    "pm_128x64x64_s8": ((213056, 229440), (213056, 213056)),
+    "p_128x256x64_sub": ((180280, 213048), (180280, 180280)),
+    "p_256x128x64_sub": ((180280, 245816), (213048, 213048)),
+    "p_128x256x64_s2": ((163872, 196640), (131104, 131104)),
+    "p_128x128x64": ((163904, 196672), (163904, 163904)),
+    "p_128x128x64_w4": ((163904, 172096), (139328, 139328)),
+    "p_128x256x64_sub_ws": ((180280, 180280), (147512, 147512)),
+    "pm_64x64x128": ((172120, 180312), (172120, 172120)),
+    "pm_128x64x128": ((213056, 229440), (213056, 213056)),
+    "pm_128x128x64_s6": ((229472, 237664), (204896, 204896)),
+    "pm_128x64x64_s8": ((213120, 229504), (213120, 213120)),
     "pmt_64x64x64": ((180264, 196648), (180264, 180264)),
     "pmt_128x64x32_s8": ((229440, 262208), (229440, 229440)),
     "pt_128x256x32_sub": ((229408, 344088), (278552, 278552)),

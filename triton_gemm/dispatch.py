@@ -358,14 +358,15 @@ def _halves_pay(m: int, n: int, k: int, in_loop_copied: int) -> bool:
 
 def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
     """(copy A, copy B) when the persistent kernel can take A and B unpadded, with at most
-    K-major copies of fp32 tensor-core operands; None otherwise. It takes A row-major and B
-    row-major (16-bit) or K-major, with 16-byte rows; a K-major copy has K elements per row,
-    so it qualifies when K elements are 16 bytes."""
+    K-major copies of fp32 tensor-core operands; None otherwise. It takes A and B either
+    way round when 16-bit (fp32: K-major), with 16-byte rows; a K-major copy has K elements
+    per row, so it qualifies when K elements are 16 bytes. (Measured with a row-major A,
+    perf/plans.py above; an M-major one takes the same TMA loads, its tiles transposed.)"""
     copy_rows_ok = (a.shape[2] * a.element_size()) % _persistent.TMA_ALIGN_BYTES == 0
     if fp32_tensor_core:
         copy_a, copy_b = not _tma_rows(a, 2), not _tma_rows(b, 1)
         return (copy_a, copy_b) if copy_rows_ok or not (copy_a or copy_b) else None
-    if _tma_rows(a, 2) and (_tma_rows(b, 2) or _tma_rows(b, 1)):
+    if (_tma_rows(a, 2) or _tma_rows(a, 1)) and (_tma_rows(b, 2) or _tma_rows(b, 1)):
         return False, False
     return None
 

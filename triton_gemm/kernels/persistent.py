@@ -43,6 +43,8 @@ def tma_descriptors(a, b, out, c_tma: bool, lo=None, half_tail: bool = False) ->
     m, k = a.shape
     n = b.shape[1]
     k_major = _b_k_major(b)
+    # An M-major A goes as its (K, M) row-major transpose.
+    a_desc = desc(a.T, (k, m)) if _a_m_major(a) else desc(a, (m, k))
 
     def b_desc():  # a K-major B goes as its (N, K) row-major transpose
         return desc(b.T, (n, k)) if k_major else desc(b, (k, n))
@@ -52,7 +54,7 @@ def tma_descriptors(a, b, out, c_tma: bool, lo=None, half_tail: bool = False) ->
     lo_descs = ((None, None) if lo is None
                 else (desc(lo[0], (m, k)), desc(lo[1].T, (n, k))))
     tail = (b_desc(), c_desc()) if half_tail else (None, None)
-    return (desc(a, (m, k)), b_desc(), c_desc(), *lo_descs, *tail)
+    return (a_desc, b_desc(), c_desc(), *lo_descs, *tail)
 
 
 # Any valid block shape: the real one is set before each launch (set_block_shapes).
@@ -61,7 +63,8 @@ _PLACEHOLDER_BLOCK = [16, 16]
 
 def set_block_shapes(args: tuple, kwargs: dict) -> None:
     """Give the descriptors among a launch's leading arguments (tma_descriptors' order) the
-    block shapes of its config (kwargs: BM, BN, BK, B_K_MAJOR, EPILOGUE_SUBTILE, and
+    block shapes of its config (kwargs: BM, BN, BK, B_K_MAJOR, A_M_MAJOR (False when
+    absent), EPILOGUE_SUBTILE, and
     HALF_TAIL where the tail's B and C are arguments 5 and 6): triton compiles a kernel for
     the block shape of each descriptor argument."""
     bm, bn, bk = kwargs["BM"], kwargs["BN"], kwargs["BK"]
@@ -70,7 +73,7 @@ def set_block_shapes(args: tuple, kwargs: dict) -> None:
         b_desc.block_shape = [width, bk] if kwargs["B_K_MAJOR"] else [bk, width]
         if c_desc is not None:
             c_desc.block_shape = [bm, width // 2] if kwargs["EPILOGUE_SUBTILE"] else [bm, width]
-    args[0].block_shape = [bm, bk]
+    args[0].block_shape = [bk, bm] if kwargs.get("A_M_MAJOR") else [bm, bk]
     shape(args[1], args[2], bn)
     for lo_desc in args[3:5]:  # the 3xTF32 remainders, (M, K) and (N, K) like A and B
         if isinstance(lo_desc, TensorDescriptor):
@@ -119,22 +122,25 @@ def store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_
 
 @triton.jit
 def k_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, PRECISION: tl.constexpr,
-            B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, BM: tl.constexpr,
-            BN: tl.constexpr, BK: tl.constexpr):
+            A_M_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr,
+            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """The fp32 product of one tile over K steps k_first .. k_last - 1."""
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for ki in range(k_first, k_last):
-        a, b = load_step(a_desc, b_desc, off_m, off_n, ki, B_K_MAJOR, UPCAST, BK)
+        a, b = load_step(a_desc, b_desc, off_m, off_n, ki, A_M_MAJOR, B_K_MAJOR, UPCAST, BK)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     return acc
 
 
 @triton.jit
-def load_step(a_desc, b_desc, off_m, off_n, ki, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr,
-              BK: tl.constexpr):
-    """(A, B) tiles of K step ki, B as (BK, BN) whatever its layout; fp32 with UPCAST (the
-    interpreter's dot takes no bf16)."""
-    a = a_desc.load([off_m, ki * BK])
+def load_step(a_desc, b_desc, off_m, off_n, ki, A_M_MAJOR: tl.constexpr,
+              B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, BK: tl.constexpr):
+    """(A, B) tiles of K step ki, A as (BM, BK) and B as (BK, BN) whatever their layouts;
+    fp32 with UPCAST (the interpreter's dot takes no bf16)."""
+    if A_M_MAJOR:
+        a = a_desc.load([ki * BK, off_m]).T
+    else:
+        a = a_desc.load([off_m, ki * BK])
     if B_K_MAJOR:
         b = b_desc.load([off_n, ki * BK]).T
     else:
@@ -152,15 +158,17 @@ def _persistent_kernel(
     stride_cm, stride_dm, stride_dn,
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
-    PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
+    PRECISION: tl.constexpr, HAS_D: tl.constexpr, A_M_MAJOR: tl.constexpr,
+    B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
     SPLIT: tl.constexpr, HI_FLUSH_K: tl.constexpr, HALF_TAIL: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
-    """C (M, N, row stride stride_cm) = alpha * A (M, K, row-major) @ B (+ beta * D).
+    """C (M, N, row stride stride_cm) = alpha * A (M, K) @ B (+ beta * D).
 
-    Operands as host TMA descriptors (tma_descriptors): A (M, K); B (K, N), or its (N, K)
+    Operands as host TMA descriptors (tma_descriptors): A (M, K), or its (K, M) rows when
+    A_M_MAJOR (16-bit only: wgmma reads 32-bit operands K-major); B (K, N), or its (N, K)
     rows when B_K_MAJOR. C: c_desc when C_TMA, else masked pointer stores through c_ptr
     (any row stride, e.g. 4097); c_ptr is C either way (its dtype). D: any
     strides (0 to broadcast). Grid: (min(NUM_SMS, tiles),). EPILOGUE_SUBTILE stores a TMA C
@@ -200,7 +208,8 @@ def _persistent_kernel(
             hi_acc = tl.zeros((BM, BN), dtype=tl.float32)
             lo_acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(k_tiles):
-            a, b = load_step(a_desc, b_desc, off_m, off_n, ki, B_K_MAJOR, UPCAST, BK)
+            a, b = load_step(a_desc, b_desc, off_m, off_n, ki, A_M_MAJOR, B_K_MAJOR, UPCAST,
+                             BK)
             if SPLIT:
                 # The tensor core truncates each add into its accumulator: over a whole K
                 # loop of hi x hi products that bias grew to 9.6e-6 relative error at
@@ -235,8 +244,8 @@ def _persistent_kernel(
             off_m, off_n = tile_origin(num_tiles - tail + half // 2, num_pid_m, num_pid_n,
                                        BM, BN, GROUP_M)
             off_n += (half % 2) * (BN // 2)
-            acc = k_steps(a_desc, bt_desc, off_m, off_n, 0, k_tiles, PRECISION, B_K_MAJOR,
-                          UPCAST, BM, BN // 2, BK)
+            acc = k_steps(a_desc, bt_desc, off_m, off_n, 0, k_tiles, PRECISION, A_M_MAJOR,
+                          B_K_MAJOR, UPCAST, BM, BN // 2, BK)
             store_tile(acc, c_ptr, ct_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                        stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM,
                        BN // 2)
@@ -320,6 +329,11 @@ def _tma_ok(t: torch.Tensor, row_stride: int) -> bool:
     return t.data_ptr() % TMA_ALIGN_BYTES == 0 and (row_stride * nbytes) % TMA_ALIGN_BYTES == 0
 
 
+def _a_m_major(a: torch.Tensor) -> bool:
+    """A (M, K) is stored M-contiguous (a transposed row-major (K, M) matrix)."""
+    return a.stride(1) != 1 and a.stride(0) == 1
+
+
 def _b_k_major(b: torch.Tensor) -> bool:
     """B (K, N) is stored K-contiguous (a transposed row-major (N, K) matrix)."""
     return b.stride(1) != 1 and b.stride(0) == 1
@@ -327,13 +341,19 @@ def _b_k_major(b: torch.Tensor) -> bool:
 
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str) -> bool:
     """Whether (M, K) A, (K, N) B and (M, N) out can run here: tensor-core precision, A
-    row-major and B row-major or K-major, both TMA-aligned, out row-major (any row stride:
-    an unaligned one is stored without TMA); fp32 operands only with B K-major (wgmma reads
-    32-bit operands K-major)."""
+    row-major or M-major and B row-major or K-major, both TMA-aligned, out row-major (any
+    row stride: an unaligned one is stored without TMA); fp32 operands only with A and B
+    K-major (wgmma reads 32-bit operands K-major)."""
     half = a.dtype in (torch.float16, torch.bfloat16)
     if not half and precision not in ("tf32", "tf32x3"):
         return False
-    if a.dim() != 2 or a.stride(1) != 1 or out.stride(1) != 1:
+    if a.dim() != 2 or out.stride(1) != 1:
+        return False
+    if a.stride(1) == 1:
+        a_row = a.stride(0)
+    elif _a_m_major(a) and half:
+        a_row = a.stride(1)
+    else:
         return False
     if _b_k_major(b):
         b_row = b.stride(1)
@@ -341,7 +361,7 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str
         b_row = b.stride(0)
     else:
         return False
-    return _tma_ok(a, a.stride(0)) and _tma_ok(b, b_row)
+    return _tma_ok(a, a_row) and _tma_ok(b, b_row)
 
 
 def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activation=0,
@@ -352,11 +372,11 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     lo: (a_lo, b_lo) for 3xTF32 from staged halves (copy.split_copy): a and b then hold the
     tf32-rounded operands, B K-major, and each lo its remainder with the same strides."""
     split = lo is not None
-    if split and not (_b_k_major(b) and all(
+    if split and not (a.stride(1) == 1 and _b_k_major(b) and all(
             t.dtype == torch.float32 and t.stride() == h.stride() and t.shape == h.shape
             for t, h in zip(lo, (a, b)))):
-        raise ValueError("3xTF32 halves: float32, B K-major, each remainder shaped and "
-                         "strided like its operand")
+        raise ValueError("3xTF32 halves: float32, A row-major, B K-major, each remainder "
+                         "shaped and strided like its operand")
     m, k = a.shape
     n = b.shape[1]
     if out.numel() == 0:
@@ -375,7 +395,8 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
         for c in ([config] if config is not None else _TUNED[family].configs))
     args = (*tma_descriptors(a, b, out, c_tma, lo, half_tail), out, d, m, n, k,
             out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
-    meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d, B_K_MAJOR=b_k_major,
+    meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d,
+                A_M_MAJOR=_a_m_major(a), B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation, C_TMA=c_tma, SPLIT=split,
                 HI_FLUSH_K=hi_flush_k(k) if split else 0, HALF_TAIL=half_tail)

@@ -41,7 +41,7 @@ import triton.language as tl
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, flags, launch,
                      make_tuners, tuning_args, workspace)
-from .persistent import (_b_k_major, _num_sms, _tma_ok, k_steps, set_block_shapes,
+from .persistent import (_a_m_major, _b_k_major, _num_sms, _tma_ok, k_steps, set_block_shapes,
                          store_tile, tile_origin, tma_descriptors)
 
 # Config families: the persistent kernel's 16-bit and tf32 tiles (configs.streamk_configs).
@@ -67,7 +67,8 @@ def streamk_kernel(
     stride_cm, stride_dm, stride_dn,
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
-    PRECISION: tl.constexpr, HAS_D: tl.constexpr, B_K_MAJOR: tl.constexpr,
+    PRECISION: tl.constexpr, HAS_D: tl.constexpr, A_M_MAJOR: tl.constexpr,
+    B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
@@ -89,8 +90,8 @@ def streamk_kernel(
     # Whole waves: one tile after another, as the persistent kernel.
     for tile in tl.range(pid, dp_tiles, NUM_SMS, flatten=True):
         off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
-        acc = k_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, PRECISION, B_K_MAJOR,
-                       UPCAST, BM, BN, BK)
+        acc = k_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, PRECISION, A_M_MAJOR,
+                       B_K_MAJOR, UPCAST, BM, BN, BK)
         store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                     stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM, BN)
 
@@ -113,7 +114,7 @@ def streamk_kernel(
         stop = tl.minimum(end, tile_first + k_tiles)
         off_m, off_n = tile_origin(dp_tiles + sk_tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         acc = k_steps(a_desc, b_desc, off_m, off_n, begin - tile_first, stop - tile_first,
-                       PRECISION, B_K_MAJOR, UPCAST, BM, BN, BK)
+                       PRECISION, A_M_MAJOR, B_K_MAJOR, UPCAST, BM, BN, BK)
         if stop == tile_first + k_tiles:
             # This program finishes the tile: the partials of the programs before it (lower
             # K) come first, in program order, then its own steps.
@@ -161,8 +162,9 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
             m, n, k, out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta),
             *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d,
-                B_K_MAJOR=_b_k_major(b), UPCAST=INTERPRETER and a.dtype == torch.bfloat16,
-                NUM_SMS=num_sms, ACTIVATION=activation, C_TMA=c_tma)
+                A_M_MAJOR=_a_m_major(a), B_K_MAJOR=_b_k_major(b),
+                UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
+                ACTIVATION=activation, C_TMA=c_tma)
     key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], a.dtype, b.dtype, out.dtype,
            d.dtype)
     launch(streamk_kernel, _TUNED[family], (num_sms,), args, meta, config,
