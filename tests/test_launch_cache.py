@@ -145,8 +145,8 @@ def test_signature_separates_alignment_strides_and_scalars():
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 def test_replayed_calls_match_float64_across_signatures(dtype):
     """A sequence of calls that reuse and alternate signatures (a misaligned view, K-major
-    B, D epilogue, split-K and persistent shapes, the same tensor as A and B, a padded
-    shape): each call's poisoned output matches float64; repeats are replays, except for
+    B, D epilogue, split-K and persistent shapes, M-major A, the same tensor as A and B, a
+    padded shape): each call's poisoned output matches float64; repeats are replays, except for
     aliased operands (never recorded)."""
     precision = "half" if dtype == torch.float16 else "ieee"
     storage = randn(96 * 80 + 8, dtype=dtype)
@@ -161,12 +161,15 @@ def test_replayed_calls_match_float64_across_signatures(dtype):
         "split-K": (randn(1, 16, 2048, dtype=dtype), randn(1, 2048, 256, dtype=dtype), None),
         "persistent": (randn(1, 2048, 512, dtype=dtype), randn(1, 512, 2048, dtype=dtype),
                        None),
+        # 16-bit: the persistent kernel's descriptor on A's (K, M) rows, rebuilt on replay.
+        "transposed A": (randn(1, 512, 2048, dtype=dtype).mT, randn(1, 512, 2048, dtype=dtype),
+                         None),
         "A is B": (square, square, None),
         "padded": (randn(1, 96, 80, dtype=dtype), randn(1, 80, 72, dtype=dtype), None),
     }
     order = ["plain", "misaligned", "plain", "k-major B", "D epilogue", "split-K",
              "misaligned", "persistent", "A is B", "k-major B", "split-K", "D epilogue",
-             "persistent", "A is B", "padded", "padded"]
+             "persistent", "A is B", "padded", "padded", "transposed A", "transposed A"]
     launch_cache.clear()
     replayed = launch_cache.stats["replayed"]
     for name in order:
@@ -178,7 +181,7 @@ def test_replayed_calls_match_float64_across_signatures(dtype):
         launch_cache.run(a, b, out, d, alpha=1.5, beta=0.5, precision=precision)
         ref = 1.5 * (a.double() @ b.double()) + (0 if d is None else 0.5 * d.double())
         assert_close(out, ref, dtype, None if dtype != torch.float32 else "ieee", name)
-    assert launch_cache.stats["replayed"] - replayed == 7
+    assert launch_cache.stats["replayed"] - replayed == 8
 
 
 @gpu_only
