@@ -215,13 +215,14 @@ def test_every_persistent_config(family, tile, dtype, precision, b_k_major):
 
 
 @requires_kernels
-@pytest.mark.parametrize("family,dtype,precision", [("half", torch.float16, "half"),
-                                                    ("tf32", torch.float32, "tf32")])
-def test_persistent_runs_a_part_wave_tail_as_half_tiles(family, dtype, precision):
+@pytest.mark.parametrize("family,dtype,precision,a_m_major", [
+    ("half", torch.float16, "half", False), ("half", torch.bfloat16, "half", True),
+    ("tf32", torch.float32, "tf32", False)])
+def test_persistent_runs_a_part_wave_tail_as_half_tiles(family, dtype, precision, a_m_major):
     """Whole waves of 128x256 tiles and a tail of at most half a wave (run as 128x128
     halves, HALF_TAIL) in one launch: 144 tiles on the H100's 132 SMs, 3 on the
     interpreter's 2; every element of the poisoned output written, with a D epilogue, TMA-
-    and pointer-stored."""
+    and pointer-stored; a_m_major: A stored M-contiguous."""
     sms = persistent._num_sms(0)
     rows, cols = (12, 12) if DEVICE == "cuda" else (3, 1)
     m, n, k = rows * 128 - 5, cols * 256 - 24, 200 if DEVICE == "cuda" else 70
@@ -237,7 +238,7 @@ def test_persistent_runs_a_part_wave_tail_as_half_tiles(family, dtype, precision
     assert all(configs.persistent_fits(config, family, True, H100_SMEM, c_tma)
                for c_tma in (True, False))
     assert persistent._halves_run(config, m, n, sms)  # the launch takes the tail's path
-    a = aligned(m, k, dtype)
+    a = aligned(k, m, dtype).t() if a_m_major else aligned(m, k, dtype)
     b = aligned(n, k, dtype).t()
     d = randn(n, dtype=dtype)
     ref = (-(a.double() @ b.double()) + 2.0 * d.double()).cpu()
