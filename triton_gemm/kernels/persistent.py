@@ -63,17 +63,16 @@ _PLACEHOLDER_BLOCK = [16, 16]
 
 def set_block_shapes(args: tuple, kwargs: dict) -> None:
     """Give the descriptors among a launch's leading arguments (tma_descriptors' order) the
-    block shapes of its config (kwargs: BM, BN, BK, B_K_MAJOR, A_M_MAJOR (False when
-    absent), EPILOGUE_SUBTILE, and
-    HALF_TAIL where the tail's B and C are arguments 5 and 6): triton compiles a kernel for
-    the block shape of each descriptor argument."""
+    block shapes of its config (kwargs: BM, BN, BK, A_M_MAJOR, B_K_MAJOR, EPILOGUE_SUBTILE,
+    and HALF_TAIL where the tail's B and C are arguments 5 and 6): triton compiles a kernel
+    for the block shape of each descriptor argument."""
     bm, bn, bk = kwargs["BM"], kwargs["BN"], kwargs["BK"]
 
     def shape(b_desc, c_desc, width):
         b_desc.block_shape = [width, bk] if kwargs["B_K_MAJOR"] else [bk, width]
         if c_desc is not None:
             c_desc.block_shape = [bm, width // 2] if kwargs["EPILOGUE_SUBTILE"] else [bm, width]
-    args[0].block_shape = [bk, bm] if kwargs.get("A_M_MAJOR") else [bm, bk]
+    args[0].block_shape = [bk, bm] if kwargs["A_M_MAJOR"] else [bm, bk]
     shape(args[1], args[2], bn)
     for lo_desc in args[3:5]:  # the 3xTF32 remainders, (M, K) and (N, K) like A and B
         if isinstance(lo_desc, TensorDescriptor):

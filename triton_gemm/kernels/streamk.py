@@ -91,7 +91,7 @@ def streamk_kernel(
     for tile in tl.range(pid, dp_tiles, NUM_SMS, flatten=True):
         off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         acc = k_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, PRECISION, A_M_MAJOR,
-                       B_K_MAJOR, UPCAST, BM, BN, BK)
+                      B_K_MAJOR, UPCAST, BM, BN, BK)
         store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                     stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM, BN)
 
@@ -114,7 +114,7 @@ def streamk_kernel(
         stop = tl.minimum(end, tile_first + k_tiles)
         off_m, off_n = tile_origin(dp_tiles + sk_tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         acc = k_steps(a_desc, b_desc, off_m, off_n, begin - tile_first, stop - tile_first,
-                       PRECISION, A_M_MAJOR, B_K_MAJOR, UPCAST, BM, BN, BK)
+                      PRECISION, A_M_MAJOR, B_K_MAJOR, UPCAST, BM, BN, BK)
         if stop == tile_first + k_tiles:
             # This program finishes the tile: the partials of the programs before it (lower
             # K) come first, in program order, then its own steps.
