@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -220,3 +221,136 @@ def test_cpu_tensors_without_interpreter_say_how_to_fix():
                          timeout=300)
     assert res.returncode == 0, res.stderr
     assert "ERR" in res.stdout and "TRITON_INTERPRET=1" in res.stdout and "cuda" in res.stdout
+
+
+def poisoned(*shape, dtype=torch.float32):
+    """An out= tensor full of NaN, so an element the call leaves unwritten fails."""
+    return torch.full(shape, float("nan"), dtype=dtype, device=DEVICE)
+
+
+# name: (shape of input, shape of other, the call, shape of its result).
+OUT_CALLS = {
+    "mm": ((9, 14), (14, 11), lambda a, b, **kw: tg.mm(a, b, **kw), (9, 11)),
+    "matmul_2d": ((9, 14), (14, 11), lambda a, b, **kw: tg.matmul(a, b, **kw), (9, 11)),
+    "matmul_vector": ((14,), (14, 11), lambda a, b, **kw: tg.matmul(a, b, **kw), (11,)),
+    "matmul_matrix_vector": ((9, 14), (14,), lambda a, b, **kw: tg.matmul(a, b, **kw), (9,)),
+    "matmul_folded_batch": ((2, 3, 9, 14), (14, 11),
+                            lambda a, b, **kw: tg.matmul(a, b, **kw), (2, 3, 9, 11)),
+    "matmul_broadcast": ((3, 1, 9, 14), (2, 14, 11),
+                         lambda a, b, **kw: tg.matmul(a, b, **kw), (3, 2, 9, 11)),
+    "bmm": ((3, 9, 14), (3, 14, 11), lambda a, b, **kw: tg.bmm(a, b, **kw), (3, 9, 11)),
+}
+if DEVICE == "cuda":
+    # The persistent TMA kernel's paths on Hopper: a TMA store of C (or a pointer store,
+    # out one element in), TMA on 16-byte rows unpadded, and a cut-off column fringe.
+    OUT_CALLS.update({
+        "mm_persistent": ((2048, 1024), (1024, 2048), lambda a, b, **kw: tg.mm(a, b, **kw),
+                          (2048, 2048)),
+        "mm_tma_rows": ((1000, 1000), (1000, 1000), lambda a, b, **kw: tg.mm(a, b, **kw),
+                        (1000, 1000)),
+        "mm_fringe": ((2049, 520), (520, 4097), lambda a, b, **kw: tg.mm(a, b, **kw),
+                      (2049, 4097)),
+    })
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("call", sorted(OUT_CALLS))
+@pytest.mark.parametrize("layout", ["contiguous", "offset", "transposed"])
+def test_out_receives_the_product(dtype, precision, call, layout, monkeypatch):
+    """out= is written (contiguous: by the kernel, with no fresh output tensor, also one
+    element into its storage, so not 16-byte aligned; another layout: through a copy,
+    keeping its strides as torch does) and returned."""
+    shape_a, shape_b, fn, shape = OUT_CALLS[call]
+    if layout == "transposed" and len(shape) < 2:
+        pytest.skip("a 1-D out has one layout")
+    a, b = randn(*shape_a, dtype=dtype), randn(*shape_b, dtype=dtype)
+    out = poisoned(*shape, dtype=dtype)
+    if layout == "transposed":
+        out = poisoned(*shape[:-2], shape[-1], shape[-2], dtype=dtype).transpose(-1, -2)
+    elif layout == "offset":
+        out = poisoned(1 + out.numel(), dtype=dtype)[1:].view(shape)
+    strides = out.stride()
+    if layout != "transposed":
+        def fresh_output(*args, **kwargs):
+            raise AssertionError("a contiguous out= got a fresh output tensor")
+        monkeypatch.setattr(tg.ops, "gemm_impl", fresh_output)
+    result = fn(a, b, precision=precision, out=out)
+    assert result is out and out.stride() == strides
+    # As matrices, so the error is judged against random_sign_norm (few-term dots cancel).
+    matrices = (a if a.dim() > 1 else a[None], b if b.dim() > 1 else b[:, None])
+    assert_close(out, ref_matmul(a, b), dtype, precision, f"{call} out={layout}",
+                 operands=matrices)
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+def test_addmm_out_and_in_place_update(dtype, precision):
+    """addmm(c, a, b, out=c) updates c in place from its old values (torch's addmm_), and a
+    separate out receives beta * c + alpha * a @ b with c untouched."""
+    c, a, b = randn(12, 10, dtype=dtype), randn(12, 20, dtype=dtype), randn(20, 10, dtype=dtype)
+    ref = 0.5 * c.double().cpu() + 2.0 * ref_matmul(a, b)
+    before = c.clone()
+    out = poisoned(12, 10, dtype=dtype)
+    assert tg.addmm(c, a, b, beta=0.5, alpha=2.0, precision=precision, out=out) is out
+    assert_close(out, ref, dtype, precision, "addmm out=")
+    assert torch.equal(c, before)
+    assert tg.addmm(c, a, b, beta=0.5, alpha=2.0, precision=precision, out=c) is c
+    assert_close(c, ref, dtype, precision, "addmm out=input")
+
+
+@requires_kernels
+@pytest.mark.parametrize("operand", ["input", "other"])
+def test_out_may_alias_an_operand(operand):
+    """torch.mm(x, y, out=x) overwrites x while reading it (a wrong product on the CPU, torch
+    2.13); here the product goes to a fresh tensor first, so the result is right."""
+    x, y = randn(16, 16), randn(16, 16)
+    ref = ref_matmul(x, y)
+    target = x if operand == "input" else y
+    assert tg.mm(x, y, precision="ieee", out=target) is target
+    assert_close(target, ref, torch.float32, "ieee", f"mm out={operand}")
+
+
+@requires_kernels
+@pytest.mark.parametrize("start", [(0,), (5, 3)], ids=["empty", "wrong-shape"])
+def test_out_is_resized_like_torch(start):
+    """An out of another shape is resized to the result's, with torch's warning only when
+    it held elements."""
+    a, b = randn(6, 8), randn(8, 4)
+    out = torch.empty(start, device=DEVICE)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tg.matmul(a, b, precision="ieee", out=out)
+    assert out.shape == (6, 4)
+    assert_close(out, ref_matmul(a, b), torch.float32, "ieee", "resized out")
+    resized = [w for w in caught if "was resized" in str(w.message)]
+    assert len(resized) == (0 if start == (0,) else 1)
+
+
+@requires_kernels
+def test_out_skips_autocast_like_torch():
+    """torch does not autocast a call with out=: the product stays in the out's float32."""
+    a, b = randn(6, 8), randn(8, 4)
+    out = poisoned(6, 4)
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
+        tg.mm(a, b, precision="ieee", out=out)
+    assert out.dtype == torch.float32
+    assert_close(out, ref_matmul(a, b), torch.float32, "ieee", "out under autocast")
+
+
+@pytest.mark.parametrize("call,exc,words", [
+    (lambda: tg.mm(ones(2, 3), ones(3, 4), out=ones(2, 4, dtype=torch.float16)), TypeError,
+     "'out' has dtype torch.float16 but the result is torch.float32"),
+    (lambda: tg.mm(ones(2, 3), ones(3, 4), out=torch.ones(2, 4, device="meta")), ValueError,
+     "'out' is on meta"),
+    (lambda: tg.mm(ones(2, 3), ones(3, 4), out=[[0.0] * 4] * 2), TypeError,
+     "'out' must be a torch.Tensor"),
+    (lambda: tg.mm(ones(2, 3).requires_grad_(), ones(3, 4), out=ones(2, 4)), RuntimeError,
+     "don't support automatic differentiation"),
+    (lambda: tg.addmm(ones(2, 4), ones(2, 3), ones(3, 4), out=ones(2, 4).requires_grad_()),
+     RuntimeError, "call it without out="),
+])
+def test_bad_out_gets_a_clear_error(call, exc, words):
+    with pytest.raises(exc) as info:
+        call()
+    assert words in str(info.value)

@@ -88,6 +88,22 @@ def test_torch_compile_traces_without_graph_breaks():
 
 
 @requires_kernels
+def test_torch_compile_traces_out_without_graph_breaks():
+    """A call with out= inside a compiled function: the operator's product copied into out
+    (a mutation the graph records), visible to the caller."""
+    def block(a, b, out):
+        tg.mm(a, b, precision="ieee", out=out)
+        return out * 2
+
+    a, b = randn(8, 16), randn(16, 4)
+    out = torch.full((8, 4), float("nan"), device=a.device)
+    doubled = torch.compile(block, fullgraph=True, backend="aot_eager")(a, b, out)
+    ref = a.double() @ b.double()
+    assert_close(out, ref, torch.float32, "ieee", "compiled out=")
+    assert_close(doubled, 2 * ref, torch.float32, "ieee", "compiled out= read back")
+
+
+@requires_kernels
 def test_torch_compile_backward_through_the_operator():
     """The compiled backward (traced by AOTAutograd from the operator's registered autograd)
     gives float64 gradients."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import torch
 
@@ -38,13 +39,9 @@ def _check_dtype(fn: str, name: str, t: torch.Tensor) -> None:
                         f"are float32, float16 and bfloat16 (convert with .float() or .half())")
 
 
-def _autocast(fn: str, names: tuple[str, ...], tensors: tuple) -> tuple:
+def _autocast(fn: str, tensors: tuple) -> tuple:
     """Under torch.autocast for the operands' device, cast float32/16 operands to the
     autocast dtype, as torch does for its matmul ops; otherwise return them unchanged."""
-    for name, t in zip(names, tensors):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{fn}(): argument '{name}' must be a torch.Tensor, "
-                            f"not {type(t).__name__}")
     device_type = tensors[0].device.type
     if device_type not in ("cuda", "cpu") or not torch.is_autocast_enabled(device_type):
         return tensors
@@ -55,10 +52,16 @@ def _autocast(fn: str, names: tuple[str, ...], tensors: tuple) -> tuple:
     return tuple(t.to(dtype) if t.dtype in SUPPORTED_DTYPES else t for t in tensors)
 
 
-def _checked(fn: str, names: tuple[str, ...], tensors: tuple) -> tuple:
+def _checked(fn: str, names: tuple[str, ...], tensors: tuple, out=None) -> tuple:
     """Every entry point's operands: type checks, autocast, then dtype and device checks.
-    Returns the operands to use (cast under autocast)."""
-    tensors = _autocast(fn, names, tensors)
+    Returns the operands to use (cast under autocast; as torch, not for a call with an
+    out= tensor)."""
+    for name, t in zip(names, tensors):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{fn}(): argument '{name}' must be a torch.Tensor, "
+                            f"not {type(t).__name__}")
+    if out is None:
+        tensors = _autocast(fn, tensors)
     first = tensors[0]
     dtype, device = first.dtype, first.device
     if dtype not in SUPPORTED_DTYPES or any(t.dtype != dtype or t.device != device
@@ -95,35 +98,92 @@ def _shape_str(t: torch.Tensor) -> str:
     return "x".join(str(s) for s in t.shape)
 
 
-def _mm3(a, b, *, precision, d=None, alpha=1.0, beta=0.0, activation="none"):
-    """(B, M, K) @ (B, K, N) views -> fresh (B, M, N) tensor (ops.apply picks the route)."""
+def _destination(fn: str, out, shape: tuple, operands: tuple):
+    """Check an out= tensor as torch does and resize it to shape (with torch's warning when
+    it held elements). Returns out where the kernels may write it directly (contiguous,
+    sharing no memory with an operand, nothing tracing), else None: the product then goes
+    to a fresh tensor that is copied into out, so out= may alias an operand."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{fn}(): 'out' must be a torch.Tensor, not {type(out).__name__}")
+    first = operands[0]
+    if out.dtype != first.dtype:
+        raise TypeError(f"{fn}(): 'out' has dtype {out.dtype} but the result is "
+                        f"{first.dtype}; pass an out tensor of dtype {first.dtype} (out= "
+                        f"tensors are not cast, as in torch)")
+    if out.device != first.device:
+        raise ValueError(f"{fn}(): 'out' is on {out.device} but the operands are on "
+                         f"{first.device}; pass an out tensor on {first.device}")
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (*operands, out)):
+        raise RuntimeError(f"{fn}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad; call "
+                           f"it without out=, or under torch.no_grad()")
+    shape = torch.Size(shape)
+    if out.shape != shape:
+        if out.numel():
+            warnings.warn(f"{fn}(): an output with one or more elements was resized since it "
+                          f"had shape {list(out.shape)}, which does not match the required "
+                          f"output shape {list(shape)} (as torch, which deprecates this: "
+                          f"pass an empty tensor or one of the right shape)", stacklevel=3)
+        out.resize_(shape)
+    if not (out.is_contiguous() and ops.direct(first, operands[1])):
+        return None
+    storage = out.untyped_storage().data_ptr()
+    if any(t.untyped_storage().data_ptr() == storage for t in operands):
+        return None
+    return out
+
+
+def _deliver(c: torch.Tensor, out, dest):
+    """The call's result: c without out=; else out, holding c unless dest (out) was
+    written directly."""
+    if out is None:
+        return c
+    if dest is None:
+        out.copy_(c.reshape(out.shape))
+    return out
+
+
+def _mm3(a, b, *, precision, d=None, alpha=1.0, beta=0.0, activation="none", out=None):
+    """(B, M, K) @ (B, K, N) views -> fresh (B, M, N) tensor (ops.apply picks the route),
+    or a (B, M, N) view of out (_destination's) holding the product."""
     d = d if beta != 0.0 else None
-    return ops.apply(a, b, d, float(alpha), float(beta), precision, activation)
+    if out is not None:
+        out = out.view(a.shape[0], a.shape[1], b.shape[2])
+    return ops.apply(a, b, d, float(alpha), float(beta), precision, activation, out=out)
 
 
-def _mm2(a, b, *, precision):
-    """(M, K) @ (K, N) -> fresh (M, N): straight to the implementation on 2-D tensors when
-    nothing records or traces (each batch view costs ~1 us of host time), else _mm3."""
+def _mm2(a, b, *, precision, out=None):
+    """(M, K) @ (K, N) -> fresh (M, N), or an (M, N) view of out (_destination's):
+    straight to the implementation on 2-D tensors when nothing records or traces (each
+    batch view costs ~1 us of host time), else _mm3."""
+    if out is not None:
+        return ops.gemm_into(a, b, None, 1.0, 0.0, precision, "none",
+                             out.view(a.shape[0], b.shape[1]))
     if ops.direct(a, b):
         return ops.gemm_impl(a, b, None, 1.0, 0.0, precision)
     return _mm3(a.unsqueeze(0), b.unsqueeze(0), precision=precision)[0]
 
 
-def mm(input, mat2, *, precision=None):
-    """As torch.mm: (n x m) @ (m x p) -> (n x p)."""
-    input, mat2 = _checked("mm", ("input", "mat2"), (input, mat2))
+def mm(input, mat2, *, precision=None, out=None):
+    """As torch.mm: (n x m) @ (m x p) -> (n x p); out: as torch's out= (see matmul)."""
+    input, mat2 = _checked("mm", ("input", "mat2"), (input, mat2), out)
     if input.dim() != 2 or mat2.dim() != 2:
         raise ValueError(f"mm(): both arguments must be 2-D, got {input.dim()}-D 'input' and "
                          f"{mat2.dim()}-D 'mat2' (use matmul for other ranks)")
     if input.shape[1] != mat2.shape[0]:
         raise ValueError(f"mm(): mat1 and mat2 shapes cannot be multiplied "
                          f"({_shape_str(input)} and {_shape_str(mat2)})")
-    return _mm2(input, mat2, precision=resolve_precision(precision, input.dtype))
+    prec = resolve_precision(precision, input.dtype)
+    if out is None:
+        return _mm2(input, mat2, precision=prec)
+    dest = _destination("mm", out, (input.shape[0], mat2.shape[1]), (input, mat2))
+    return _deliver(_mm2(input, mat2, precision=prec, out=dest), out, dest)
 
 
-def bmm(input, mat2, *, precision=None):
-    """As torch.bmm: (b x n x m) @ (b x m x p) -> (b x n x p), no broadcasting."""
-    input, mat2 = _checked("bmm", ("input", "mat2"), (input, mat2))
+def bmm(input, mat2, *, precision=None, out=None):
+    """As torch.bmm: (b x n x m) @ (b x m x p) -> (b x n x p), no broadcasting; out: as
+    torch's out= (see matmul)."""
+    input, mat2 = _checked("bmm", ("input", "mat2"), (input, mat2), out)
     if input.dim() != 3 or mat2.dim() != 3:
         raise ValueError(f"bmm(): both arguments must be 3-D, got {input.dim()}-D 'input' and "
                          f"{mat2.dim()}-D 'mat2'")
@@ -132,13 +192,22 @@ def bmm(input, mat2, *, precision=None):
                          f"({_shape_str(input)} and {_shape_str(mat2)}): need equal batch "
                          f"sizes and input.shape[2] == mat2.shape[1]")
     prec = resolve_precision(precision, input.dtype)
-    return _mm3(input, mat2, precision=prec)
+    if out is None:
+        return _mm3(input, mat2, precision=prec)
+    dest = _destination("bmm", out, (*input.shape[:2], mat2.shape[2]), (input, mat2))
+    return _deliver(_mm3(input, mat2, precision=prec, out=dest), out, dest)
 
 
-def matmul(input, other, *, precision=None):
-    """As torch.matmul: 1-D, 2-D and batched N-D operands with batch broadcasting."""
-    input, other = _checked("matmul", ("input", "other"), (input, other))
-    if input.dim() == 2 and other.dim() == 2 and input.shape[1] == other.shape[0]:
+def matmul(input, other, *, precision=None, out=None):
+    """As torch.matmul: 1-D, 2-D and batched N-D operands with batch broadcasting.
+
+    out: as torch's out=: a tensor of the result's dtype and device, resized to the
+    result's shape if it differs (warning if it held elements), returned holding the
+    result; no autocast and no autograd for such a call (an error if an operand requires
+    grad). Unlike torch, out may alias an operand (the product is then copied in)."""
+    input, other = _checked("matmul", ("input", "other"), (input, other), out)
+    if (out is None and input.dim() == 2 and other.dim() == 2
+            and input.shape[1] == other.shape[0]):
         # The common case first: one product, no reshaping.
         return _mm2(input, other, precision=resolve_precision(precision, input.dtype))
     if input.dim() == 0 or other.dim() == 0:
@@ -155,21 +224,24 @@ def matmul(input, other, *, precision=None):
                          f"of 'other'")
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if a.dim() == 2 and b.dim() == 2:
-        c = _mm2(a, b, precision=prec)
-        return c.reshape(_squeeze_vectors((m, n), input, other))
+        shape = _squeeze_vectors((m, n), input, other)
+        dest = None if out is None else _destination("matmul", out, shape, (input, other))
+        return _deliver(_mm2(a, b, precision=prec, out=dest).reshape(shape), out, dest)
     try:
         batch_shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except RuntimeError:
         raise ValueError(f"matmul(): batch dimensions of 'input' {tuple(input.shape[:-2])} and "
                          f"'other' {tuple(other.shape[:-2])} do not broadcast") from None
+    shape = _squeeze_vectors((*batch_shape, m, n), input, other)
+    dest = None if out is None else _destination("matmul", out, shape, (input, other))
     if b.dim() == 2 and a.dim() > 2:
         # Fold A's batch into M (one big GEMM; reshape copies only if the view can't fold).
-        c = _mm3(a.reshape(1, -1, k), b.unsqueeze(0), precision=prec)
+        c = _mm3(a.reshape(1, -1, k), b.unsqueeze(0), precision=prec, out=dest)
     else:
         a3 = a.expand(*batch_shape, m, k).reshape(-1, m, k)
         b3 = b.expand(*batch_shape, k, n).reshape(-1, k, n)
-        c = _mm3(a3, b3, precision=prec)
-    return c.reshape(_squeeze_vectors((*batch_shape, m, n), input, other))
+        c = _mm3(a3, b3, precision=prec, out=dest)
+    return _deliver(c.reshape(shape), out, dest)
 
 
 def _squeeze_vectors(shape: tuple, input, other) -> tuple:
@@ -181,11 +253,12 @@ def _squeeze_vectors(shape: tuple, input, other) -> tuple:
     return shape
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None):
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None, out=None):
     """As torch.addmm: beta * input + alpha * (mat1 @ mat2), fused in the kernel epilogue.
 
-    input broadcasts to (n x p); with beta == 0 it is ignored (NaN included), as in torch."""
-    input, mat1, mat2 = _checked("addmm", ("input", "mat1", "mat2"), (input, mat1, mat2))
+    input broadcasts to (n x p); with beta == 0 it is ignored (NaN included), as in torch.
+    out: as torch's out= (see matmul); out=input updates input."""
+    input, mat1, mat2 = _checked("addmm", ("input", "mat1", "mat2"), (input, mat1, mat2), out)
     beta = _check_scalar("addmm", "beta", beta)
     alpha = _check_scalar("addmm", "alpha", alpha)
     if mat1.dim() != 2 or mat2.dim() != 2:
@@ -201,8 +274,10 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None):
         raise ValueError(f"addmm(): 'input' of shape {tuple(input.shape)} does not broadcast "
                          f"to the output shape {out_shape}") from None
     prec = resolve_precision(precision, mat1.dtype)
-    return _mm3(mat1.unsqueeze(0), mat2.unsqueeze(0), precision=prec,
-                d=d.unsqueeze(0), alpha=alpha, beta=beta)[0]
+    dest = None if out is None else _destination("addmm", out, out_shape, (mat1, mat2, input))
+    c = _mm3(mat1.unsqueeze(0), mat2.unsqueeze(0), precision=prec, d=d.unsqueeze(0),
+             alpha=alpha, beta=beta, out=dest)[0]
+    return _deliver(c, out, dest)
 
 
 ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")

@@ -33,11 +33,19 @@ def gemm_impl(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha
     torch.compile needs the operator (custom_op dispatch costs 10-40 us per call).
     Also takes a single product as 2-D a (M, K), b (K, N) and d broadcasting to (M, N)
     (direct())."""
+    out = torch.empty((*a.shape[:-1], b.shape[-1]), dtype=a.dtype, device=a.device)
+    return gemm_into(a, b, d, alpha, beta, precision, activation, out)
+
+
+def gemm_into(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha: float,
+              beta: float, precision: str, activation: str, out: torch.Tensor) -> torch.Tensor:
+    """gemm_impl writing into out (shape a.shape[:-1] + b.shape[-1:], a's dtype and device,
+    sharing no memory with a, b or d: every kernel writes each output tile once, but reads
+    its operands throughout). Returns out."""
     if a.is_cuda and _several_gpus() and a.get_device() != torch.cuda.current_device():
         # Triton launches on the current device: run where the operands live.
         with torch.cuda.device(a.device):
-            return gemm_impl(a, b, d, alpha, beta, precision, activation)
-    out = torch.empty((*a.shape[:-1], b.shape[-1]), dtype=a.dtype, device=a.device)
+            return gemm_into(a, b, d, alpha, beta, precision, activation, out)
     if alpha == 0.0:
         # torch ignores the product (NaN included) when alpha is 0: run with K = 0.
         a, b = a[..., :0], b[..., :0, :]
@@ -71,11 +79,16 @@ def _records(*tensors) -> bool:
 
 
 def apply(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha: float,
-          beta: float, precision: str, activation: str = "none") -> torch.Tensor:
+          beta: float, precision: str, activation: str = "none",
+          out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The product through the cheapest route that gives the caller what it needs: the
     operator while torch.compile traces or torch.func transforms run, an autograd.Function
     with the operator's gradients when autograd records in eager mode (the operator's own
-    autograd adds dispatcher and wrapper cost on every call), else the implementation."""
+    autograd adds dispatcher and wrapper cost on every call), else the implementation.
+    out: None, or a tensor gemm_into may write (the caller checked it, and that nothing
+    traces or records): the product goes there and out is returned."""
+    if out is not None:
+        return gemm_into(a, b, d, alpha, beta, precision, activation, out)
     if _operator_only():
         return gemm(a, b, d, alpha, beta, precision, activation)
     if _records(a, b, d):
