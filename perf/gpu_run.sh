@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call, logs under $OUT:
-#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [overhead] [tune_time] [transformer] [quick] [report ARGS...]
+#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [plans] [overhead] [tune_time] [transformer] [quick] [report ARGS...]
 # tests: the GPU pytest suite (TESTS="paths" for a part of it); sanitize: compute-sanitizer memcheck over the CUDA ladder;
 # simt: the warp-tiled SIMT kernel sweep (perf/tune_simt.py); ncu_simt: Nsight Compute of ladder
 # step 9 and triton_gemm ieee beside cuBLAS SGEMM at 4096^3 (perf/profile_simt.py, executed
 # instructions per opcode included), and the CUDA ladder's SASS;
+# plans: perf/plans.py for each PLANS="M,N,K,LAYOUT:PRECISIONS ..." entry (every dispatch path
+# of the shape beside cuBLAS);
 # overhead: host cost per eager call (perf/overhead.py); tune_time: first-call tuning time and its reuse by a second process (perf/tune_time.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +41,12 @@ while [ $# -gt 0 ]; do
             status=$((status | $?)); grep -vE "^==PROF==" "$out/ncu_simt.log" | head -400
             so=$(grep -oE "extension: .*" "$out/ncu_simt.log" | cut -d' ' -f2)
             [ -n "$so" ] && cuobjdump -sass "$so" > "$out/cuda_ref.sass" 2>&1 ;;
+        plans)
+            for spec in ${PLANS:?plans needs PLANS=\"M,N,K,LAYOUT:PRECISIONS ...\"}; do
+                python3 perf/plans.py --case "${spec%%:*}" --precision "${spec#*:}" 2>&1 \
+                    | tee -a "$out/plans.log" | tail -40
+                status=$((status | ${PIPESTATUS[0]}))
+            done ;;
         tune_time)
             python3 perf/tune_time.py --out "$out/tune_time" 2>&1 | tee "$out/tune_time.log" | tail -12
             status=$((status | ${PIPESTATUS[0]})) ;;
