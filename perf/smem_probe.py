@@ -22,13 +22,15 @@ INT_ARGS = ("M", "N", "K", "stride_cm", "stride_dm", "stride_dn", "M_BUCKET", "N
             "K_BUCKET", "LAYOUT")
 
 
-def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True,
-                 split: bool = False, half_tail: bool = False, a_m_major: bool = False) -> int:
-    """Compile one config the way the GPU specialises it: host TMA descriptors with the
-    config's block shapes (A row-major, or M-major with a_m_major; B K-major; C's without
-    c_tma, the remainders' without split and the tail's without half_tail are None),
-    pointers and sizes divisible by 16 (stride_cm not, for a pointer-stored C), and (the
-    costly case) a D with unit column stride."""
+def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True,
+                   split: bool = False, half_tail: bool = False, a_m_major: bool = False,
+                   d_row: bool = False):
+    """Compile one config for sm_90 the way the GPU specialises it: host TMA descriptors
+    with the config's block shapes (A row-major, or M-major with a_m_major; B K-major; C's
+    without c_tma, the remainders' without split and the tail's without half_tail are
+    None), pointers and sizes divisible by 16 (stride_cm not, for a pointer-stored C), and
+    (the costly case) a D with unit column stride, one row broadcast with d_row (a bias,
+    D_ROW). Returns triton's compiled kernel."""
     _, bm, bn, bk, warps, stages, subtile, *ws = tile
     sig = {"c_ptr": f"*{dtype}", "d_ptr": f"*{dtype}",
            "a_desc": f"tensordesc<{dtype}[{bk}, {bm}]>" if a_m_major
@@ -41,8 +43,8 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = Tr
            "ct_desc": f"tensordesc<{dtype}[{bm}, {bn // 4 if subtile else bn // 2}]>"}
     sig.update({name: "i32" for name in INT_ARGS})
     sig.update(alpha="fp32", beta="fp32")
-    const = dict(PRECISION=precision, HAS_D=has_d, A_M_MAJOR=a_m_major, B_K_MAJOR=True,
-                 UPCAST=False, NUM_SMS=132, C_TMA=c_tma, ACTIVATION=0, SPLIT=split,
+    const = dict(PRECISION=precision, HAS_D=has_d, D_ROW=has_d and d_row, A_M_MAJOR=a_m_major,
+                 B_K_MAJOR=True, UPCAST=False, NUM_SMS=132, C_TMA=c_tma, ACTIVATION=0, SPLIT=split,
                  HI_FLUSH_K=64 if split else 0, HALF_TAIL=half_tail,
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,
                  WARP_SPECIALIZE=bool(ws and ws[0]))
@@ -62,9 +64,12 @@ def shared_bytes(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = Tr
     src = ASTSource(_persistent_kernel, signature,
                     constexprs={(order.index(k),): v for k, v in const.items()},
                     attrs={(order.index(n),): [["tt.divisibility", 16]] for n in divisible})
-    compiled = triton.compile(src, target=SM90,
-                              options={"num_warps": warps, "num_stages": stages})
-    return compiled.metadata.shared
+    return triton.compile(src, target=SM90, options={"num_warps": warps, "num_stages": stages})
+
+
+def shared_bytes(*args, **kwargs) -> int:
+    """Shared memory of compile_config(*args, **kwargs), bytes."""
+    return compile_config(*args, **kwargs).metadata.shared
 
 
 def main() -> int:
@@ -75,13 +80,15 @@ def main() -> int:
              "tf32": [("fp32", "tf32", False, False), ("fp32", "tf32x3", False, False)],
              "tf32_mid": [("fp32", "tf32", False, False)],
              "split": [("fp32", "tf32x3", True, False)]}
-    print("name: ((TMA-stored C: bytes without D, with D), (pointer-stored C: ...))")
+    print("name: ((TMA-stored C: bytes without D, with D, with a row D), (pointer-stored C: "
+          "...))")
+    epilogues = ((False, False), (True, False), (True, True))  # (has_d, d_row)
     for family, variants in cases.items():
         for tile in configs.persistent_tiles(family):
             sizes = tuple(tuple(max(shared_bytes(dt, p, tile, has_d, c_tma, split,
-                                                 a_m_major=a_m)
+                                                 a_m_major=a_m, d_row=d_row)
                                     for dt, p, split, a_m in variants)
-                                for has_d in (False, True))
+                                for has_d, d_row in epilogues)
                           for c_tma in (True, False))
             print(f'    "{tile[0]}": {sizes},')
     return 0

@@ -193,15 +193,20 @@ PERSISTENT_CASES = [
 @pytest.mark.parametrize("family,tile,dtype,precision,b_k_major", PERSISTENT_CASES,
                          ids=[f"{t[0]}-{dt}-{p}-{'kmajor' if km else 'row'}".replace("torch.", "")
                               for _, t, dt, p, km in PERSISTENT_CASES])
-def test_every_persistent_config(family, tile, dtype, precision, b_k_major):
-    """Each persistent TMA config, ragged M/N/K, output poisoned; with a bias-style D
-    wherever the pruner lets the config run with one (on the H100's 227 KB)."""
+@pytest.mark.parametrize("d_kind", ["bias", "matrix"])
+def test_every_persistent_config(family, tile, dtype, precision, b_k_major, d_kind):
+    """Each persistent TMA config, ragged M/N/K, output poisoned; with a D wherever the
+    pruner lets the config run with one (on the H100's 227 KB): a bias (one row broadcast,
+    read as a vector: D_ROW) or a whole matrix."""
     m, n, k = (300, 270, 200) if DEVICE == "cuda" else (67, 45, 70)
     config = configs.persistent_configs(family)[configs.persistent_tiles(family).index(tile)]
-    with_d = configs.persistent_fits(config, family, True, H100_SMEM)
+    bias = d_kind == "bias"
+    with_d = configs.persistent_fits(config, family, True, H100_SMEM, d_row=bias)
+    if not with_d and bias:
+        pytest.skip(f"{tile[0]} does not fit the H100 with any D (the matrix case runs it)")
     a = aligned(m, k, dtype)
     b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
-    d = randn(n, dtype=dtype) if with_d else None
+    d = None if not with_d else randn(n, dtype=dtype) if bias else randn(m, n, dtype=dtype)
     out = aligned(m, n, dtype, fill=float("nan"))
     assert persistent.supports(a, b, out, precision)
     ref = -(a.double() @ b.double()).cpu()
@@ -301,18 +306,45 @@ def test_persistent_stores_an_unaligned_output_without_tma(dtype, precision):
     assert torch.isnan(storage[:, n:]).all()
 
 
+@requires_kernels
+def test_a_one_row_d_takes_the_vector_epilogue(monkeypatch):
+    """D_ROW (a D read as one row vector) exactly where every row of D is one row: a bias,
+    a (1, N) or scalar addmm input; not a matrix or a column broadcast."""
+    m, n, k = 40, 24, 32
+    a, b = aligned(m, k, torch.float16), aligned(k, n, torch.float16)
+    seen = []
+    real_launch = persistent.launch
+
+    def spy(kernel, tuner, grid, args, meta, *rest, **kwargs):
+        seen.append(meta["D_ROW"])
+        return real_launch(kernel, tuner, grid, args, meta, *rest, **kwargs)
+    monkeypatch.setattr(persistent, "launch", spy)
+    cases = {"bias": randn(n, dtype=torch.float16), "row": randn(1, n, dtype=torch.float16),
+             "scalar": randn(dtype=torch.float16), "matrix": randn(m, n, dtype=torch.float16),
+             "column": randn(m, 1, dtype=torch.float16), "none": None}
+    for name, d in cases.items():
+        out = aligned(m, n, torch.float16, fill=float("nan"))
+        persistent.matmul_2d(a, b, out, d, beta=0.5, precision="half")
+        ref = (a.double() @ b.double()).cpu()
+        if d is not None:
+            ref += 0.5 * d.double().cpu()
+        assert_close(out, ref, torch.float16, None, f"D {name}")
+    assert seen == [True, True, True, False, False, False]
+
+
 def test_every_persistent_config_has_a_measured_shared_memory_size():
-    """Both C stores measured; every config runs TMA-stored on the H100, and whatever the
-    epilogue, some config of each family fits (the defaults, which run untuned)."""
+    """Both C stores and the three epilogues measured; every config runs TMA-stored on the
+    H100, and whatever the epilogue, some config of each family fits (the defaults, which
+    run untuned)."""
     for family in persistent.PERSISTENT_FAMILIES:
         for tile in configs.persistent_tiles(family):
-            (without_d, with_d), pointer_stored = configs.PERSISTENT_SMEM[tile[0]]
+            (without_d, with_d, with_row), pointer_stored = configs.PERSISTENT_SMEM[tile[0]]
             assert without_d <= H100_SMEM, f"{tile[0]} cannot run on the H100"
-            assert with_d >= without_d and len(pointer_stored) == 2
+            assert with_d >= with_row >= without_d and len(pointer_stored) == 3
         default = configs.persistent_default_config(family)
-        for has_d in (False, True):
+        for has_d, d_row in ((False, False), (True, False), (True, True)):
             for c_tma in (False, True):
-                assert configs.persistent_fits(default, family, has_d, H100_SMEM, c_tma)
+                assert configs.persistent_fits(default, family, has_d, H100_SMEM, c_tma, d_row)
 
 
 SPLITK_PINNED = [(family, tile, dtype, precision)
@@ -540,7 +572,7 @@ def test_persistent_config_reads_an_m_major_a(family, tile, dtype, b_k_major):
     GPU (the families' defaults in the interpreter), ragged sizes, both B layouts, a D."""
     m, n, k = (300, 270, 200) if DEVICE == "cuda" else (72, 45, 70)
     config = configs.persistent_configs(family)[configs.persistent_tiles(family).index(tile)]
-    with_d = configs.persistent_fits(config, family, True, H100_SMEM)
+    with_d = configs.persistent_fits(config, family, True, H100_SMEM, d_row=True)
     a = aligned(k, m, dtype).t()
     b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
     d = randn(n, dtype=dtype) if with_d else None
@@ -577,7 +609,8 @@ def test_warp_specialized_configs_over_shapes(family, tile, m, n, k):
                                      if dtype != torch.float32 else ((True, False),)):
             a = aligned(k, m, dtype).t() if a_m_major else aligned(m, k, dtype)
             b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
-            with_d = b_k_major and configs.persistent_fits(config, family, True, H100_SMEM)
+            with_d = b_k_major and configs.persistent_fits(config, family, True, H100_SMEM,
+                                                           d_row=True)
             d = randn(n, dtype=dtype) if with_d else None
             out = aligned(m, n, dtype, fill=float("nan"))
             ref = -(a.double() @ b.double())

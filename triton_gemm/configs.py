@@ -274,33 +274,35 @@ INTERPRETER_TILE = ("interpreter", 32, 32, 16, 4, 1)
 # Shared memory per persistent config, read from triton.compile for sm_90 by
 # perf/smem_probe.py (Triton 3.6; the worse of tf32/tf32x3 and, 16-bit, of a row-major and
 # an M-major A; "split" tiles with SPLIT on):
-# ((TMA-stored C: bytes without a D epilogue, with one), (pointer-stored C: without, with)).
+# ((TMA-stored C: bytes without a D epilogue, with one, with a one-row D), (pointer-stored
+# C: the same three)).
 # With a TMA-stored C a D costs a tile more because the pipeliner stages D's loads too; a
-# pointer-stored C (unaligned output) needs a layout-conversion buffer instead, which does
-# not fit for pt_128x256x32_sub.
+# one-row D (a bias: D_ROW, read as a vector) costs at most 1 KB, so pt_128x256x32_sub and
+# p_256x128x64_sub run with a bias. A pointer-stored C (unaligned output) needs a
+# layout-conversion buffer instead, which does not fit for pt_128x256x32_sub.
 PERSISTENT_SMEM = {
-    "p_128x256x64_sub": ((180280, 213048), (180280, 180280)),
-    "p_256x128x64_sub": ((180280, 245816), (213048, 213048)),
-    "p_128x256x64_s2": ((163872, 196640), (131104, 131104)),
-    "p_128x128x64": ((163904, 196672), (163904, 163904)),
-    "p_128x128x64_w4": ((163904, 172096), (139328, 139328)),
-    "p_128x256x64_sub_ws": ((180280, 180280), (147512, 147512)),
-    "pm_64x64x128": ((172120, 180312), (172120, 172120)),
-    "pm_128x64x128": ((213056, 229440), (213056, 213056)),
-    "pm_128x128x64_s6": ((229472, 237664), (204896, 204896)),
-    "pm_128x64x64_s8": ((213120, 229504), (213120, 213120)),
-    "pmt_64x64x64": ((180264, 196648), (180264, 180264)),
-    "pmt_128x64x32_s8": ((229440, 262208), (229440, 229440)),
-    "pt_128x256x32_sub": ((229408, 344088), (278552, 278552)),
-    "pt_128x128x32_sub": ((163896, 229408), (196640, 196640)),
-    "pt_128x128x32": ((163872, 229400), (163864, 163864)),
-    "pt_128x128x32_w4": ((163872, 229400), (163864, 163864)),
-    "pt_128x64x32": ((131104, 163872), (131104, 131104)),
-    "pt_128x256x32_sub_ws": ((229408, 229408), (163872, 163872)),
-    "ps_128x128x32_sub_ws": ((229432, 229432), (196664, 196664)),
-    "ps_128x128x32_sub": ((229432, 294968), (262200, 262200)),
-    "ps_128x64x32": ((180280, 213048), (180280, 180280)),
-    "ps_128x64x16": ((131136, 163904), (131136, 131136)),
+    "p_128x256x64_sub": ((180280, 213048, 180792), (180280, 180280, 180280)),
+    "p_256x128x64_sub": ((180280, 245816, 180280), (213048, 213048, 213048)),
+    "p_128x256x64_s2": ((163872, 196640, 164384), (131104, 131104, 131104)),
+    "p_128x128x64": ((163904, 196672, 163904), (163904, 163904, 163904)),
+    "p_128x128x64_w4": ((163904, 172096, 164160), (139328, 139328, 139328)),
+    "p_128x256x64_sub_ws": ((180280, 180280, 180280), (147512, 147512, 147512)),
+    "pm_64x64x128": ((172120, 180312, 172120), (172120, 172120, 172120)),
+    "pm_128x64x128": ((213056, 229440, 213056), (213056, 213056, 213056)),
+    "pm_128x128x64_s6": ((229472, 237664, 229728), (204896, 204896, 204896)),
+    "pm_128x64x64_s8": ((213120, 229504, 213120), (213120, 213120, 213120)),
+    "pt_128x256x32_sub": ((229408, 344088, 229408), (278552, 278552, 278552)),
+    "pt_128x128x32_sub": ((163896, 229408, 163896), (196640, 196640, 196640)),
+    "pt_128x128x32": ((163872, 229400, 163872), (163864, 163864, 163864)),
+    "pt_128x128x32_w4": ((163872, 229400, 164376), (163864, 163864, 163864)),
+    "pt_128x64x32": ((131104, 163872, 131104), (131104, 131104, 131104)),
+    "pt_128x256x32_sub_ws": ((229408, 229408, 229408), (163872, 163872, 163872)),
+    "pmt_64x64x64": ((180264, 196648, 180264), (180264, 180264, 180264)),
+    "pmt_128x64x32_s8": ((229440, 262208, 229440), (229440, 229440, 229440)),
+    "ps_128x128x32_sub_ws": ((229432, 229432, 229432), (196664, 196664, 196664)),
+    "ps_128x128x32_sub": ((229432, 294968, 229432), (262200, 262200, 262200)),
+    "ps_128x64x32": ((180280, 213048, 180280), (180280, 180280, 180280)),
+    "ps_128x64x16": ((131136, 163904, 131136), (131136, 131136, 131136)),
 }
 
 
@@ -589,8 +591,11 @@ def plain_prune(configs_in, named_args, **kwargs):
 
 
 def persistent_fits(config, family: str, has_d: bool, smem_limit: int,
-                    c_tma: bool = True) -> bool:
-    return PERSISTENT_SMEM[config_name(config, family)][int(not c_tma)][int(has_d)] <= smem_limit
+                    c_tma: bool = True, d_row: bool = False) -> bool:
+    """Whether config fits smem_limit with its epilogue: no D, a D, or (d_row) a D of one
+    row broadcast (the persistent kernels' D_ROW)."""
+    epilogue = 0 if not has_d else 2 if d_row else 1
+    return PERSISTENT_SMEM[config_name(config, family)][int(not c_tma)][epilogue] <= smem_limit
 
 
 def persistent_prune(configs_in, named_args, family: str, **kwargs):
@@ -600,7 +605,7 @@ def persistent_prune(configs_in, named_args, family: str, **kwargs):
     limit = _shared_memory_limit(a.device.index if a.device.index is not None else 0)
     fitting = [c for c in configs_in
                if persistent_fits(c, family, bool(kwargs.get("HAS_D")), limit,
-                                  bool(kwargs.get("C_TMA", True)))]
+                                  bool(kwargs.get("C_TMA", True)), bool(kwargs.get("D_ROW")))]
     m, n = named_args["M"], named_args["N"]
     chosen = select(fitting or list(configs_in), m, n, named_args["K"], a.element_size(),
                     limit)
@@ -654,8 +659,9 @@ def wide_when_a_wave(configs_in, m: int, n: int, sms: int | None, family: str) -
 # which Triton's autotuner always appends: of A and B, or of C and D where A and B go as TMA
 # descriptors; the persistent kernels' C has A's dtype). HAS_D: a D epilogue changes which
 # persistent tiles fit in shared memory (PERSISTENT_SMEM), so a config tuned without D must
-# not run with one.
+# not run with one; D_ROW (persistent kernels: D one row broadcast, a bias, read as a vector)
+# needs less of it.
 # C_TMA (persistent kernel): a TMA or a pointer store of C, tuned apart. HI_FLUSH_K (the
 # persistent split kernel's accumulator flush) changes within a K bucket.
-TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D", "C_TMA",
-              "HI_FLUSH_K"]
+TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D", "D_ROW",
+              "C_TMA", "HI_FLUSH_K"]

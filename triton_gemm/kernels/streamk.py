@@ -67,7 +67,7 @@ def streamk_kernel(
     stride_cm, stride_dm, stride_dn,
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
-    PRECISION: tl.constexpr, HAS_D: tl.constexpr, A_M_MAJOR: tl.constexpr,
+    PRECISION: tl.constexpr, HAS_D: tl.constexpr, D_ROW: tl.constexpr, A_M_MAJOR: tl.constexpr,
     B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
@@ -93,7 +93,8 @@ def streamk_kernel(
         acc = k_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, PRECISION, A_M_MAJOR,
                       B_K_MAJOR, UPCAST, BM, BN, BK)
         store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
-                    stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE, BM, BN)
+                    stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, EPILOGUE_SUBTILE,
+                    BM, BN)
 
     # The rest: this program's share of the remaining tiles' K steps.
     steps = sk_tiles * k_tiles
@@ -126,7 +127,7 @@ def streamk_kernel(
                     total += tl.load(part_ptr + q * BM * BN + slot, cache_modifier=".cg")
                 acc = total + acc
             store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
-                        stride_dn, alpha, beta, HAS_D, ACTIVATION, C_TMA, EPILOGUE_SUBTILE,
+                        stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, EPILOGUE_SUBTILE,
                         BM, BN)
         else:
             tl.store(part_ptr + pid * BM * BN + slot, acc, cache_modifier=".cg")
@@ -162,11 +163,11 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
             m, n, k, out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta),
             *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d,
-                A_M_MAJOR=_a_m_major(a), B_K_MAJOR=_b_k_major(b),
+                D_ROW=has_d and d.stride(0) == 0, A_M_MAJOR=_a_m_major(a), B_K_MAJOR=_b_k_major(b),
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation, C_TMA=c_tma)
-    key = (*tuning, meta["PRECISION"], has_d, meta["C_TMA"], a.dtype, b.dtype, out.dtype,
-           d.dtype)
+    key = (*tuning, meta["PRECISION"], has_d, meta["D_ROW"], meta["C_TMA"], a.dtype, b.dtype,
+           out.dtype, d.dtype)
     launch(streamk_kernel, _TUNED[family], (num_sms,), args, meta, config,
            configs.STREAMK_PREFIX + family, key, prepare=set_block_shapes)
     return out
