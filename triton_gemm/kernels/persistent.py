@@ -108,8 +108,9 @@ def store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_
     offs_n = off_n + tl.arange(0, BN)
     inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     if D_ROW:
-        # A BM x BN tile of pointers held 255 registers and spilled 36-76 bytes on the 8-warp
-        # 128x256 tiles (ptxas -v for sm_90, triton 3.6); the vector spills nothing.
+        # A BM x BN tile of pointers held 255 registers and spilled 36-112 bytes on the 8-warp
+        # 128x256, 4-warp 128x128 and 3xTF32 tiles (ptxas -v for sm_90, triton 3.6; README);
+        # the vector spills on none, and the pipeliner stages no D tile in shared memory.
         acc = finish(acc, d_ptr + offs_n * stride_dn, offs_n < N, beta, HAS_D, ACTIVATION)
     else:
         acc = finish(acc, d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn,
