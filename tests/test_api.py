@@ -203,6 +203,9 @@ def ones(*shape, dtype=torch.float32):
      "'bias' must have shape (4,)"),
     (lambda: tg.linear(ones(2, 3), ones(4, 5)), ValueError, "cannot be multiplied"),
     (lambda: tg.mm(ones(2, 3, 4), ones(4, 5)), ValueError, "must be 2-D"),
+    (lambda: tg.mm(ones(4, 3).to_sparse(), ones(3, 5)), TypeError,
+     "'input' is a torch.sparse_coo tensor"),
+    (lambda: tg.matmul(ones(4, 3), ones(3, 5).to_sparse_csr()), TypeError, ".to_dense()"),
 ])
 def test_bad_input_gets_a_clear_error(call, exc, words):
     with pytest.raises(exc) as info:
@@ -344,7 +347,9 @@ def test_out_skips_autocast_like_torch():
     (lambda: tg.mm(ones(2, 3), ones(3, 4), out=torch.ones(2, 4, device="meta")), ValueError,
      "'out' is on meta"),
     (lambda: tg.mm(ones(2, 3), ones(3, 4), out=[[0.0] * 4] * 2), TypeError,
-     "'out' must be a torch.Tensor"),
+     "'out' must be a dense torch.Tensor, not list"),
+    (lambda: tg.mm(ones(2, 3), ones(3, 4), out=ones(2, 4).to_sparse()), TypeError,
+     "not torch.sparse_coo"),
     (lambda: tg.mm(ones(2, 3).requires_grad_(), ones(3, 4), out=ones(2, 4)), RuntimeError,
      "don't support automatic differentiation"),
     (lambda: tg.addmm(ones(2, 4), ones(2, 3), ones(3, 4), out=ones(2, 4).requires_grad_()),

@@ -60,6 +60,10 @@ def _checked(fn: str, names: tuple[str, ...], tensors: tuple, out=None) -> tuple
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{fn}(): argument '{name}' must be a torch.Tensor, "
                             f"not {type(t).__name__}")
+        if t.layout != torch.strided:
+            raise TypeError(f"{fn}(): argument '{name}' is a {t.layout} tensor; triton_gemm "
+                            f"takes dense (torch.strided) tensors: convert it with "
+                            f".to_dense(), or use torch.sparse.mm")
     if out is None:
         tensors = _autocast(fn, tensors)
     first = tensors[0]
@@ -103,8 +107,9 @@ def _destination(fn: str, out, shape: tuple, operands: tuple):
     it held elements). Returns out where the kernels may write it directly (contiguous,
     sharing no memory with an operand, nothing tracing), else None: the product then goes
     to a fresh tensor that is copied into out, so out= may alias an operand."""
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"{fn}(): 'out' must be a torch.Tensor, not {type(out).__name__}")
+    if not isinstance(out, torch.Tensor) or out.layout != torch.strided:
+        raise TypeError(f"{fn}(): 'out' must be a dense torch.Tensor, not "
+                        f"{getattr(out, 'layout', type(out).__name__)}")
     first = operands[0]
     if out.dtype != first.dtype:
         raise TypeError(f"{fn}(): 'out' has dtype {out.dtype} but the result is "
