@@ -343,6 +343,11 @@ def _a_m_major(a: torch.Tensor) -> bool:
     return a.stride(1) != 1 and a.stride(0) == 1
 
 
+def _d_row(has_d: bool, d: torch.Tensor) -> bool:
+    """D_ROW: the epilogue's D (as epilogue_input gives it) is one row broadcast, a bias."""
+    return has_d and d.stride(0) == 0
+
+
 def _b_k_major(b: torch.Tensor) -> bool:
     """B (K, N) is stored K-contiguous (a transposed row-major (N, K) matrix)."""
     return b.stride(1) != 1 and b.stride(0) == 1
@@ -405,7 +410,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     args = (*tma_descriptors(a, b, out, c_tma, lo, half_tail), out, d, m, n, k,
             out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d,
-                D_ROW=has_d and d.stride(0) == 0, A_M_MAJOR=_a_m_major(a), B_K_MAJOR=b_k_major,
+                D_ROW=_d_row(has_d, d), A_M_MAJOR=_a_m_major(a), B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation, C_TMA=c_tma, SPLIT=split,
                 HI_FLUSH_K=hi_flush_k(k) if split else 0, HALF_TAIL=half_tail)

@@ -41,8 +41,8 @@ import triton.language as tl
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, flags, launch,
                      make_tuners, tuning_args, workspace)
-from .persistent import (_a_m_major, _b_k_major, _num_sms, _tma_ok, k_steps, set_block_shapes,
-                         store_tile, tile_origin, tma_descriptors)
+from .persistent import (_a_m_major, _b_k_major, _d_row, _num_sms, _tma_ok, k_steps,
+                         set_block_shapes, store_tile, tile_origin, tma_descriptors)
 
 # Config families: the persistent kernel's 16-bit and tf32 tiles (configs.streamk_configs).
 STREAMK_FAMILIES = ("half", "half_mid", "tf32", "tf32_mid")
@@ -163,7 +163,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
             m, n, k, out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta),
             *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d,
-                D_ROW=has_d and d.stride(0) == 0, A_M_MAJOR=_a_m_major(a), B_K_MAJOR=_b_k_major(b),
+                D_ROW=_d_row(has_d, d), A_M_MAJOR=_a_m_major(a), B_K_MAJOR=_b_k_major(b),
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation, C_TMA=c_tma)
     key = (*tuning, meta["PRECISION"], has_d, meta["D_ROW"], meta["C_TMA"], a.dtype, b.dtype,
