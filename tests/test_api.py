@@ -107,6 +107,21 @@ def test_addmm(dtype, precision, input_shape, alpha, beta):
 
 
 @requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("input_shape", [(3, 21, 17), (21, 17), (17,), (3, 1, 17), (1, 21, 1),
+                                         ()],
+                         ids=lambda v: "x".join(map(str, v)) or "scalar")
+@pytest.mark.parametrize("alpha,beta", [(1, 1), (-1.5, 3), (0.25, 0)])
+def test_baddbmm(dtype, precision, input_shape, alpha, beta):
+    c = randn(*input_shape, dtype=dtype)
+    a, b = randn(3, 21, 30, dtype=dtype), randn(3, 30, 17, dtype=dtype)
+    out = tg.baddbmm(c, a, b, beta=beta, alpha=alpha, precision=precision)
+    assert out.shape == (3, 21, 17)
+    ref = beta * c.double().cpu() + alpha * ref_matmul(a, b)
+    assert_close(out, ref, dtype, precision, f"baddbmm {input_shape} a={alpha} b={beta}")
+
+
+@requires_kernels
 def test_addmm_beta_zero_ignores_nan_and_alpha_zero_ignores_product():
     c = torch.full((8, 6), float("nan"), device=DEVICE)
     a, b = randn(8, 5), randn(5, 6)
@@ -199,6 +214,14 @@ def ones(*shape, dtype=torch.float32):
      "does not broadcast"),
     (lambda: tg.addmm(ones(2, 5), ones(2, 3), ones(3, 5), beta="1"),
      TypeError, "'beta' must be a real number"),
+    (lambda: tg.baddbmm(ones(2, 3, 5), ones(2, 3, 4), ones(3, 4, 5)), ValueError,
+     "(2x3x4 and 3x4x5)"),
+    (lambda: tg.baddbmm(ones(4, 5), ones(3, 4), ones(4, 5)), ValueError,
+     "'batch1' and 'batch2' must be 3-D"),
+    (lambda: tg.baddbmm(ones(2, 2, 5), ones(3, 2, 4), ones(3, 4, 5)), ValueError,
+     "'input' of shape (2, 2, 5) does not broadcast"),
+    (lambda: tg.baddbmm(ones(1, 3, 5), ones(1, 3, 4), ones(1, 4, 5), alpha=None), TypeError,
+     "'alpha' must be a real number"),
     (lambda: tg.linear(ones(2, 3), ones(4, 3), ones(5)), ValueError,
      "'bias' must have shape (4,)"),
     (lambda: tg.linear(ones(2, 3), ones(4, 5)), ValueError, "cannot be multiplied"),
@@ -288,18 +311,21 @@ def test_out_receives_the_product(dtype, precision, call, layout, monkeypatch):
 
 @requires_kernels
 @pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
-def test_addmm_out_and_in_place_update(dtype, precision):
+@pytest.mark.parametrize("fn,batch", [(tg.addmm, ()), (tg.baddbmm, (2,))],
+                         ids=["addmm", "baddbmm"])
+def test_add_out_and_in_place_update(dtype, precision, fn, batch):
     """addmm(c, a, b, out=c) updates c in place from its old values (torch's addmm_), and a
-    separate out receives beta * c + alpha * a @ b with c untouched."""
-    c, a, b = randn(12, 10, dtype=dtype), randn(12, 20, dtype=dtype), randn(20, 10, dtype=dtype)
+    separate out receives beta * c + alpha * a @ b with c untouched; baddbmm likewise."""
+    c, a = randn(*batch, 12, 10, dtype=dtype), randn(*batch, 12, 20, dtype=dtype)
+    b = randn(*batch, 20, 10, dtype=dtype)
     ref = 0.5 * c.double().cpu() + 2.0 * ref_matmul(a, b)
     before = c.clone()
-    out = poisoned(12, 10, dtype=dtype)
-    assert tg.addmm(c, a, b, beta=0.5, alpha=2.0, precision=precision, out=out) is out
-    assert_close(out, ref, dtype, precision, "addmm out=")
+    out = poisoned(*batch, 12, 10, dtype=dtype)
+    assert fn(c, a, b, beta=0.5, alpha=2.0, precision=precision, out=out) is out
+    assert_close(out, ref, dtype, precision, f"{fn.__name__} out=")
     assert torch.equal(c, before)
-    assert tg.addmm(c, a, b, beta=0.5, alpha=2.0, precision=precision, out=c) is c
-    assert_close(c, ref, dtype, precision, "addmm out=input")
+    assert fn(c, a, b, beta=0.5, alpha=2.0, precision=precision, out=c) is c
+    assert_close(c, ref, dtype, precision, f"{fn.__name__} out=input")
 
 
 @requires_kernels

@@ -27,7 +27,8 @@ def _leaf(t, dtype):
 
 @requires_kernels
 @pytest.mark.parametrize("dtype,precision", GRAD_CASES, ids=GRAD_IDS)
-@pytest.mark.parametrize("name", ["matmul_broadcast", "bmm", "addmm", "linear_bias"])
+@pytest.mark.parametrize("name", ["matmul_broadcast", "bmm", "addmm", "baddbmm",
+                                  "linear_bias"])
 def test_gradients_match_float64_torch(dtype, precision, name):
     if name == "matmul_broadcast":
         shapes = [(2, 1, 13, 21), (3, 21, 9)]
@@ -42,6 +43,11 @@ def test_gradients_match_float64_torch(dtype, precision, name):
         ours = lambda c, a, b: tg.addmm(c, a, b, beta=0.5, alpha=-2.0,  # noqa: E731
                                         precision=precision)
         ref = lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=-2.0)  # noqa: E731
+    elif name == "baddbmm":
+        shapes = [(3, 1, 9), (3, 13, 21), (3, 21, 9)]
+        ours = lambda c, a, b: tg.baddbmm(c, a, b, beta=1.5, alpha=0.5,  # noqa: E731
+                                          precision=precision)
+        ref = lambda c, a, b: torch.baddbmm(c, a, b, beta=1.5, alpha=0.5)  # noqa: E731
     else:
         shapes = [(2, 13, 21), (9, 21), (9,)]
         ours = lambda x, w, bias: tg.linear(x, w, bias, precision=precision)  # noqa: E731
@@ -85,6 +91,21 @@ def test_torch_compile_traces_without_graph_breaks():
     out = compiled(x, w1, b1, w2)
     ref = torch.relu(x.double() @ w1.double().t() + b1.double()) @ w2.double()
     assert_close(out, ref, torch.float32, "ieee", "compiled block")
+
+
+@requires_kernels
+def test_torch_compile_traces_attention_with_baddbmm():
+    """Attention as some models write it: scores = baddbmm(mask, q, k^T, alpha=scale)."""
+    def attend(q, k, v, mask):
+        scores = tg.baddbmm(mask, q, k.transpose(1, 2), alpha=0.25, precision="ieee")
+        return tg.bmm(torch.softmax(scores, -1), v, precision="ieee")
+
+    q, k, v = randn(2, 6, 16), randn(2, 6, 16), randn(2, 6, 8)
+    mask = torch.full((6, 6), float("-inf"), device=q.device).triu(1)
+    out = torch.compile(attend, fullgraph=True, backend="aot_eager")(q, k, v, mask)
+    scores = torch.baddbmm(mask.double(), q.double(), k.double().transpose(1, 2), alpha=0.25)
+    ref = torch.softmax(scores, -1) @ v.double()
+    assert_close(out, ref, torch.float32, "ieee", "compiled attention")
 
 
 @requires_kernels

@@ -1,11 +1,11 @@
 """triton_gemm: autotuned Triton GEMM kernels with torch.matmul semantics."""
 
-from .api import (PRECISIONS, addmm, bmm, last_config, linear, matmul, mm, resolve_precision,
-                  tuned_configs)
+from .api import (PRECISIONS, addmm, baddbmm, bmm, last_config, linear, matmul, mm,
+                  resolve_precision, tuned_configs)
 
 from . import nn
 from .nn import patch
 
-__all__ = ["nn", "patch", "PRECISIONS", "addmm", "bmm", "last_config", "linear", "matmul", "mm",
-           "resolve_precision", "tuned_configs"]
+__all__ = ["nn", "patch", "PRECISIONS", "addmm", "baddbmm", "bmm", "last_config", "linear",
+           "matmul", "mm", "resolve_precision", "tuned_configs"]
 __version__ = "0.1.0"

@@ -285,6 +285,37 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None, out=None):
     return _deliver(c, out, dest)
 
 
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, precision=None, out=None):
+    """As torch.baddbmm: beta * input + alpha * (batch1 @ batch2) for 3-D batch1 (b x n x m)
+    and batch2 (b x m x p), fused in the kernel epilogue (attention scores with a mask or
+    bias added, for one).
+
+    input broadcasts to (b x n x p); with beta == 0 it is ignored (NaN included), as in
+    torch. out: as torch's out= (see matmul); out=input updates input."""
+    input, batch1, batch2 = _checked("baddbmm", ("input", "batch1", "batch2"),
+                                     (input, batch1, batch2), out)
+    beta = _check_scalar("baddbmm", "beta", beta)
+    alpha = _check_scalar("baddbmm", "alpha", alpha)
+    if batch1.dim() != 3 or batch2.dim() != 3:
+        raise ValueError(f"baddbmm(): 'batch1' and 'batch2' must be 3-D, got {batch1.dim()}-D "
+                         f"and {batch2.dim()}-D (use matmul to broadcast batch dimensions)")
+    if batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
+        raise ValueError(f"baddbmm(): batch1 and batch2 shapes cannot be multiplied "
+                         f"({_shape_str(batch1)} and {_shape_str(batch2)}): need equal batch "
+                         f"sizes and batch1.shape[2] == batch2.shape[1]")
+    out_shape = (*batch1.shape[:2], batch2.shape[2])
+    try:
+        d = input.expand(out_shape)
+    except RuntimeError:
+        raise ValueError(f"baddbmm(): 'input' of shape {tuple(input.shape)} does not "
+                         f"broadcast to the output shape {out_shape}") from None
+    prec = resolve_precision(precision, batch1.dtype)
+    dest = (None if out is None
+            else _destination("baddbmm", out, out_shape, (batch1, batch2, input)))
+    c = _mm3(batch1, batch2, precision=prec, d=d, alpha=alpha, beta=beta, out=dest)
+    return _deliver(c, out, dest)
+
+
 ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
 
 
