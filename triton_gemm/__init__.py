@@ -4,8 +4,9 @@ from .api import (PRECISIONS, addmm, baddbmm, bmm, last_config, linear, matmul, 
                   resolve_precision, tuned_configs)
 
 from . import nn
+from .intercept import intercept
 from .nn import patch
 
-__all__ = ["nn", "patch", "PRECISIONS", "addmm", "baddbmm", "bmm", "last_config", "linear",
-           "matmul", "mm", "resolve_precision", "tuned_configs"]
+__all__ = ["intercept", "nn", "patch", "PRECISIONS", "addmm", "baddbmm", "bmm", "last_config",
+           "linear", "matmul", "mm", "resolve_precision", "tuned_configs"]
 __version__ = "0.1.0"

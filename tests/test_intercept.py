@@ -1,0 +1,177 @@
+"""triton_gemm.intercept(): torch's GEMM calls inside the block run on triton_gemm's
+kernels with torch's results; everything else, and what triton_gemm does not take, runs in
+torch unchanged."""
+
+import pytest
+import torch
+from torch.nn import functional
+
+import triton_gemm as tg
+from conftest import CASE_IDS, CASES, DEVICE, randn, requires_kernels
+from triton_gemm import launch_cache
+from triton_gemm.tolerances import assert_close
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """A list that gets one entry per product triton_gemm launches."""
+    seen = []
+    real = launch_cache.run
+
+    def counted(*args, **kwargs):
+        seen.append(args[0].shape)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(launch_cache, "run", counted)
+    return seen
+
+
+def f64(*tensors):
+    return [t.double().cpu() for t in tensors]
+
+
+# name: (operand shapes, the torch call).
+CALLS = {
+    "operator": ([(2, 9, 14), (14, 11)], lambda a, b: a @ b),
+    "rmatmul": ([(9, 14), (14, 11)], lambda a, b: b.__rmatmul__(a)),
+    "torch.matmul": ([(14,), (3, 14, 11)], torch.matmul),
+    "Tensor.matmul": ([(9, 14), (14,)], lambda a, b: a.matmul(b)),
+    "torch.mm": ([(9, 14), (14, 11)], torch.mm),
+    "Tensor.mm": ([(9, 14), (14, 11)], lambda a, b: a.mm(b)),
+    "torch.bmm": ([(3, 9, 14), (3, 14, 11)], torch.bmm),
+    "Tensor.bmm": ([(3, 9, 14), (3, 14, 11)], lambda a, b: a.bmm(b)),
+    "torch.addmm": ([(11,), (9, 14), (14, 11)],
+                    lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2)),
+    "Tensor.addmm": ([(9, 11), (9, 14), (14, 11)], lambda c, a, b: c.addmm(a, b, alpha=-1)),
+    "torch.baddbmm": ([(3, 1, 11), (3, 9, 14), (3, 14, 11)],
+                      lambda c, a, b: torch.baddbmm(c, a, b, beta=2)),
+    "Tensor.baddbmm": ([(3, 9, 11), (3, 9, 14), (3, 14, 11)],
+                       lambda c, a, b: c.baddbmm(a, b)),
+    "F.linear": ([(2, 9, 14), (11, 14), (11,)], functional.linear),
+    "nn.Linear": ([(9, 14)], None),
+}
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("call", list(CALLS))
+def test_torch_calls_run_on_triton_gemm(dtype, precision, call, launches):
+    shapes, fn = CALLS[call]
+    operands = [randn(*s, dtype=dtype) for s in shapes]
+    if fn is None:
+        layer = torch.nn.Linear(14, 11, device=DEVICE, dtype=dtype)
+        fn = layer.__call__
+        ref_fn = lambda x: functional.linear(x, *f64(layer.weight, layer.bias))  # noqa: E731
+    else:
+        ref_fn = fn
+    with torch.no_grad(), tg.intercept(precision=precision):
+        out = fn(*operands)
+    assert len(launches) == 1, f"{call}: {len(launches)} triton_gemm launches"
+    assert out.dtype == dtype
+    assert_close(out, ref_fn(*f64(*operands)), dtype, precision, call)
+
+
+@requires_kernels
+def test_precision_follows_torch_when_not_given(launches, monkeypatch):
+    """intercept() with no precision resolves float32 calls as torch does, from
+    torch.get_float32_matmul_precision(); 16-bit calls take no precision."""
+    chosen = []
+    real = tg.api.resolve_precision
+
+    def spy(precision, dtype):
+        chosen.append(real(precision, dtype))
+        return chosen[-1]
+    monkeypatch.setattr(tg.api, "resolve_precision", spy)
+    a, b = randn(8, 8), randn(8, 8)
+    before = torch.get_float32_matmul_precision()
+    try:
+        for setting, expected in [("highest", "ieee"), ("high", "tf32")]:
+            torch.set_float32_matmul_precision(setting)
+            with tg.intercept():
+                a @ b
+            assert chosen[-1] == expected
+    finally:
+        torch.set_float32_matmul_precision(before)
+    with tg.intercept(precision="tf32x3"):
+        a.half() @ b.half()
+    assert chosen[-1] == "half" and len(launches) == 3
+
+
+@requires_kernels
+def test_what_triton_gemm_does_not_take_runs_in_torch(launches):
+    """float64 and integer operands, and a linear bias torch broadcasts but triton_gemm does
+    not take, give torch's exact result; no triton_gemm launch."""
+    a, b = torch.randn(6, 5, dtype=torch.float64), torch.randn(5, 4, dtype=torch.float64)
+    ints = torch.randint(-3, 4, (6, 5)), torch.randint(-3, 4, (5, 4))
+    x, w, bias = randn(6, 5), randn(4, 5), randn(6, 4)
+    with tg.intercept():
+        outs = [a @ b, torch.mm(*ints), functional.linear(x, w, bias)]
+    assert torch.equal(outs[0], a @ b) and torch.equal(outs[1], torch.mm(*ints))
+    assert torch.equal(outs[2], functional.linear(x, w, bias))
+    assert launches == []
+
+
+@requires_kernels
+def test_bad_arguments_get_torchs_own_error():
+    a, b = randn(2, 3), randn(4, 5)
+    with pytest.raises(RuntimeError) as expected:
+        torch.mm(a, b)
+    with tg.intercept(), pytest.raises(RuntimeError) as got:
+        torch.mm(a, b)
+    assert str(got.value) == str(expected.value)
+
+
+@requires_kernels
+def test_only_inside_the_block_and_nested(launches):
+    a, b = randn(4, 4), randn(4, 4)
+    with tg.intercept(precision="ieee"):
+        with tg.intercept(precision="ieee"):
+            a @ b
+        a @ b
+    a @ b
+    assert len(launches) == 2
+
+
+@requires_kernels
+def test_gradients_through_intercepted_calls():
+    """A block of linear, @ and baddbmm under the mode: float64 gradients."""
+    x, w, bias, v = randn(2, 5, 8), randn(6, 8), randn(6), randn(2, 6, 3)
+    mask = randn(5, 3)
+
+    def block(x, w, bias, v):
+        h = torch.tanh(functional.linear(x, w, bias))
+        return torch.baddbmm(mask.to(h.dtype), h, v, alpha=0.5) @ v.transpose(1, 2)
+
+    leaves = [t.clone().requires_grad_(True) for t in (x, w, bias, v)]
+    with tg.intercept(precision="ieee"):
+        out = block(*leaves)
+    cot = randn(*out.shape)
+    grads = torch.autograd.grad(out, leaves, cot)
+    ref_leaves = [t.double().cpu().requires_grad_(True) for t in (x, w, bias, v)]
+    ref = block(*ref_leaves)
+    ref_grads = torch.autograd.grad(ref, ref_leaves, cot.double().cpu())
+    assert_close(out, ref, torch.float32, "ieee", "forward")
+    for i, (g, rg) in enumerate(zip(grads, ref_grads, strict=True)):
+        assert_close(g, rg, torch.float32, "ieee", f"grad {i}")
+
+
+@requires_kernels
+def test_torch_compile_traces_the_rerouted_calls_as_the_operator():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(str(gm.graph))
+        return gm.forward
+
+    def block(x, w):
+        return torch.relu(x @ w)
+
+    x, w = randn(4, 16), randn(16, 8)
+    with tg.intercept(precision="ieee"):
+        out = torch.compile(block, fullgraph=True, backend=backend)(x, w)
+    assert any("triton_gemm.gemm" in g for g in graphs), graphs
+    assert_close(out, torch.relu(x.double() @ w.double()), torch.float32, "ieee", "compiled")
+
+
+def test_bad_precision_is_a_clear_error():
+    with pytest.raises(ValueError, match="precision must be one of"):
+        tg.intercept(precision="fp64")
