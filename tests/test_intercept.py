@@ -71,6 +71,18 @@ def test_torch_calls_run_on_triton_gemm(dtype, precision, call, launches):
 
 
 @requires_kernels
+@pytest.mark.parametrize("fn", [torch.matmul, torch.mm, torch.bmm])
+def test_out_is_written_and_returned(fn, launches):
+    batch = (2,) if fn is torch.bmm else ()
+    a, b = randn(*batch, 9, 14), randn(*batch, 14, 11)
+    out = torch.full((*batch, 9, 11), float("nan"), device=DEVICE)
+    with tg.intercept(precision="ieee"):
+        result = fn(a, b, out=out)
+    assert result is out and len(launches) == 1
+    assert_close(out, f64(a)[0] @ f64(b)[0], torch.float32, "ieee", f"{fn.__name__} out=")
+
+
+@requires_kernels
 def test_precision_follows_torch_when_not_given(launches, monkeypatch):
     """intercept() with no precision resolves float32 calls as torch does, from
     torch.get_float32_matmul_precision(); 16-bit calls take no precision."""
