@@ -226,6 +226,7 @@ def ones(*shape, dtype=torch.float32):
      "'bias' must have shape (4,)"),
     (lambda: tg.linear(ones(2, 3), ones(4, 5)), ValueError, "cannot be multiplied"),
     (lambda: tg.mm(ones(2, 3, 4), ones(4, 5)), ValueError, "must be 2-D"),
+    (lambda: tg.bmm(ones(3, 4), ones(4, 5)), ValueError, "'input' and 'mat2' must be 3-D"),
     (lambda: tg.mm(ones(4, 3).to_sparse(), ones(3, 5)), TypeError,
      "'input' is a torch.sparse_coo tensor"),
     (lambda: tg.matmul(ones(4, 3), ones(3, 5).to_sparse_csr()), TypeError, ".to_dense()"),

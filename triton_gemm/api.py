@@ -189,18 +189,33 @@ def bmm(input, mat2, *, precision=None, out=None):
     """As torch.bmm: (b x n x m) @ (b x m x p) -> (b x n x p), no broadcasting; out: as
     torch's out= (see matmul)."""
     input, mat2 = _checked("bmm", ("input", "mat2"), (input, mat2), out)
-    if input.dim() != 3 or mat2.dim() != 3:
-        raise ValueError(f"bmm(): both arguments must be 3-D, got {input.dim()}-D 'input' and "
-                         f"{mat2.dim()}-D 'mat2'")
-    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
-        raise ValueError(f"bmm(): batch1 and batch2 shapes cannot be multiplied "
-                         f"({_shape_str(input)} and {_shape_str(mat2)}): need equal batch "
-                         f"sizes and input.shape[2] == mat2.shape[1]")
+    _check_batches("bmm", ("input", "mat2"), input, mat2)
     prec = resolve_precision(precision, input.dtype)
     if out is None:
         return _mm3(input, mat2, precision=prec)
     dest = _destination("bmm", out, (*input.shape[:2], mat2.shape[2]), (input, mat2))
     return _deliver(_mm3(input, mat2, precision=prec, out=dest), out, dest)
+
+
+def _check_batches(fn: str, names: tuple[str, str], x: torch.Tensor, y: torch.Tensor) -> None:
+    """x @ y as bmm takes them: 3-D, equal batch sizes, x.shape[2] == y.shape[1]."""
+    if x.dim() != 3 or y.dim() != 3:
+        raise ValueError(f"{fn}(): '{names[0]}' and '{names[1]}' must be 3-D, got "
+                         f"{x.dim()}-D and {y.dim()}-D (use matmul to broadcast batch "
+                         f"dimensions)")
+    if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
+        raise ValueError(f"{fn}(): batch1 and batch2 shapes cannot be multiplied "
+                         f"({_shape_str(x)} and {_shape_str(y)}): need equal batch sizes and "
+                         f"{names[0]}.shape[2] == {names[1]}.shape[1]")
+
+
+def _broadcast_input(fn: str, input: torch.Tensor, out_shape: tuple) -> torch.Tensor:
+    """addmm's and baddbmm's input expanded to the output's shape."""
+    try:
+        return input.expand(out_shape)
+    except RuntimeError:
+        raise ValueError(f"{fn}(): 'input' of shape {tuple(input.shape)} does not broadcast "
+                         f"to the output shape {out_shape}") from None
 
 
 def matmul(input, other, *, precision=None, out=None):
@@ -273,11 +288,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None, out=None):
         raise ValueError(f"addmm(): mat1 and mat2 shapes cannot be multiplied "
                          f"({_shape_str(mat1)} and {_shape_str(mat2)})")
     out_shape = (mat1.shape[0], mat2.shape[1])
-    try:
-        d = input.expand(out_shape)
-    except RuntimeError:
-        raise ValueError(f"addmm(): 'input' of shape {tuple(input.shape)} does not broadcast "
-                         f"to the output shape {out_shape}") from None
+    d = _broadcast_input("addmm", input, out_shape)
     prec = resolve_precision(precision, mat1.dtype)
     dest = None if out is None else _destination("addmm", out, out_shape, (mat1, mat2, input))
     c = _mm3(mat1.unsqueeze(0), mat2.unsqueeze(0), precision=prec, d=d.unsqueeze(0),
@@ -296,19 +307,9 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, precision=None, out=None)
                                      (input, batch1, batch2), out)
     beta = _check_scalar("baddbmm", "beta", beta)
     alpha = _check_scalar("baddbmm", "alpha", alpha)
-    if batch1.dim() != 3 or batch2.dim() != 3:
-        raise ValueError(f"baddbmm(): 'batch1' and 'batch2' must be 3-D, got {batch1.dim()}-D "
-                         f"and {batch2.dim()}-D (use matmul to broadcast batch dimensions)")
-    if batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
-        raise ValueError(f"baddbmm(): batch1 and batch2 shapes cannot be multiplied "
-                         f"({_shape_str(batch1)} and {_shape_str(batch2)}): need equal batch "
-                         f"sizes and batch1.shape[2] == batch2.shape[1]")
+    _check_batches("baddbmm", ("batch1", "batch2"), batch1, batch2)
     out_shape = (*batch1.shape[:2], batch2.shape[2])
-    try:
-        d = input.expand(out_shape)
-    except RuntimeError:
-        raise ValueError(f"baddbmm(): 'input' of shape {tuple(input.shape)} does not "
-                         f"broadcast to the output shape {out_shape}") from None
+    d = _broadcast_input("baddbmm", input, out_shape)
     prec = resolve_precision(precision, batch1.dtype)
     dest = (None if out is None
             else _destination("baddbmm", out, out_shape, (batch1, batch2, input)))
