@@ -235,6 +235,7 @@ def test_bad_input_gets_a_clear_error(call, exc, words):
     with pytest.raises(exc) as info:
         call()
     assert words in str(info.value)
+    assert isinstance(info.value, (tg.ArgumentValueError, tg.ArgumentTypeError))
 
 
 def test_cpu_tensors_without_interpreter_say_how_to_fix():

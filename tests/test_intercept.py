@@ -132,6 +132,41 @@ def test_bad_arguments_get_torchs_own_error():
     assert str(got.value) == str(expected.value)
 
 
+def _outcome(fn):
+    """fn()'s result, or its exception's type and text."""
+    try:
+        return fn()
+    except Exception as error:  # noqa: BLE001 (compared, not handled)
+        return type(error), str(error)
+
+
+@requires_kernels
+def test_arguments_outside_the_signature_go_to_torch(launches):
+    """torch's out_dtype (not in triton_gemm's signatures) gets exactly torch's outcome: a
+    result on the GPU, NotImplementedError on the CPU."""
+    a, b = randn(4, 8, dtype=torch.float16), randn(8, 4, dtype=torch.float16)
+    expected = _outcome(lambda: torch.mm(a, b, out_dtype=torch.float32))
+    with tg.intercept():
+        got = _outcome(lambda: torch.mm(a, b, out_dtype=torch.float32))
+    if isinstance(expected, tuple):
+        assert got == expected
+    else:
+        assert torch.equal(got, expected)
+    assert launches == []
+
+
+@requires_kernels
+@pytest.mark.parametrize("error", [ValueError, TypeError, RuntimeError])
+def test_errors_inside_triton_gemm_propagate(error, monkeypatch):
+    """An error raised past the argument checks is not hidden by running torch instead."""
+    def broken(*args, **kwargs):
+        raise error("inside the launch")
+    monkeypatch.setattr(launch_cache, "run", broken)
+    a, b = randn(4, 4), randn(4, 4)
+    with tg.intercept(), pytest.raises(error, match="inside the launch"):
+        torch.matmul(a, b)   # (torch turns a TypeError under the @ operator into its own)
+
+
 @requires_kernels
 def test_only_inside_the_block_and_nested(launches):
     a, b = randn(4, 4), randn(4, 4)

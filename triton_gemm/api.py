@@ -13,6 +13,17 @@ from .kernels import common as _kernel
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 PRECISIONS = ("ieee", "tf32", "tf32x3")
 
+
+class ArgumentValueError(ValueError):
+    """An argument value (shape, device, option) triton_gemm does not take; raised before
+    any kernel runs or out= is touched."""
+
+
+class ArgumentTypeError(TypeError):
+    """An argument type or dtype triton_gemm does not take; raised before any kernel runs
+    or out= is touched."""
+
+
 # torch.get_float32_matmul_precision() -> the precision it asks for.
 _TORCH_PRECISION = {"highest": "ieee", "high": "tf32", "medium": "tf32"}
 
@@ -20,13 +31,13 @@ _TORCH_PRECISION = {"highest": "ieee", "high": "tf32", "medium": "tf32"}
 def resolve_precision(precision: str | None, dtype: torch.dtype) -> str:
     """The dot precision for float32 operands; for 16-bit operands, 'half'."""
     if precision is not None and precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS} or None "
-                         f"(None follows torch.get_float32_matmul_precision()), got {precision!r}")
+        raise ArgumentValueError(f"precision must be one of {PRECISIONS} or None (None follows "
+                                 f"torch.get_float32_matmul_precision()), got {precision!r}")
     if dtype != torch.float32:
         if precision is not None:
-            raise ValueError(f"precision={precision!r} applies to float32 operands only; "
-                             f"{dtype} operands always use tensor cores with fp32 "
-                             f"accumulation: pass precision=None")
+            raise ArgumentValueError(f"precision={precision!r} applies to float32 operands only; "
+                                     f"{dtype} operands always use tensor cores with fp32 "
+                                     "accumulation: pass precision=None")
         return "half"
     if precision is None:
         return _TORCH_PRECISION[torch.get_float32_matmul_precision()]
@@ -35,8 +46,9 @@ def resolve_precision(precision: str | None, dtype: torch.dtype) -> str:
 
 def _check_dtype(fn: str, name: str, t: torch.Tensor) -> None:
     if t.dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"{fn}(): argument '{name}' has dtype {t.dtype}; supported dtypes "
-                        f"are float32, float16 and bfloat16 (convert with .float() or .half())")
+        raise ArgumentTypeError(f"{fn}(): argument '{name}' has dtype {t.dtype}; supported dtypes "
+                                "are float32, float16 and bfloat16 (convert with .float() or "
+                                ".half())")
 
 
 def _autocast(fn: str, tensors: tuple) -> tuple:
@@ -47,8 +59,8 @@ def _autocast(fn: str, tensors: tuple) -> tuple:
         return tensors
     dtype = torch.get_autocast_dtype(device_type)
     if dtype not in (torch.float16, torch.bfloat16):
-        raise TypeError(f"{fn}(): torch.autocast dtype {dtype} is not supported; use "
-                        f"torch.float16 or torch.bfloat16")
+        raise ArgumentTypeError(f"{fn}(): torch.autocast dtype {dtype} is not supported; use "
+                                "torch.float16 or torch.bfloat16")
     return tuple(t.to(dtype) if t.dtype in SUPPORTED_DTYPES else t for t in tensors)
 
 
@@ -58,12 +70,12 @@ def _checked(fn: str, names: tuple[str, ...], tensors: tuple, out=None) -> tuple
     out= tensor)."""
     for name, t in zip(names, tensors):
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{fn}(): argument '{name}' must be a torch.Tensor, "
-                            f"not {type(t).__name__}")
+            raise ArgumentTypeError(f"{fn}(): argument '{name}' must be a torch.Tensor, not "
+                                    f"{type(t).__name__}")
         if t.layout != torch.strided:
-            raise TypeError(f"{fn}(): argument '{name}' is a {t.layout} tensor; triton_gemm "
-                            f"takes dense (torch.strided) tensors: convert it with "
-                            f".to_dense(), or use torch.sparse.mm")
+            raise ArgumentTypeError(f"{fn}(): argument '{name}' is a {t.layout} tensor; "
+                                    "triton_gemm takes dense (torch.strided) tensors: convert it "
+                                    "with .to_dense(), or use torch.sparse.mm")
     if out is None:
         tensors = _autocast(fn, tensors)
     first = tensors[0]
@@ -72,9 +84,10 @@ def _checked(fn: str, names: tuple[str, ...], tensors: tuple, out=None) -> tuple
                                             for t in tensors[1:]):
         _explain_mismatch(fn, names, tensors)
     if device.type != "cuda" and not _kernel.INTERPRETER:
-        raise ValueError(f"{fn}(): tensors are on {device}, but triton_gemm runs on CUDA "
-                         f"devices; move them with .cuda(), or set TRITON_INTERPRET=1 before "
-                         f"importing triton_gemm to run in Triton's (slow) CPU interpreter")
+        raise ArgumentValueError(f"{fn}(): tensors are on {device}, but triton_gemm runs on CUDA "
+                                 "devices; move them with .cuda(), or set TRITON_INTERPRET=1 "
+                                 "before importing triton_gemm to run in Triton's (slow) CPU "
+                                 "interpreter")
     return tensors
 
 
@@ -85,16 +98,18 @@ def _explain_mismatch(fn: str, names: tuple[str, ...], tensors: tuple) -> None:
     first = tensors[0]
     for name, t in zip(names[1:], tensors[1:]):
         if t.dtype != first.dtype:
-            raise TypeError(f"{fn}(): '{names[0]}' is {first.dtype} but '{name}' is {t.dtype}; "
-                            f"both must have the same dtype (cast one with .to())")
+            raise ArgumentTypeError(f"{fn}(): '{names[0]}' is {first.dtype} but '{name}' is "
+                                    f"{t.dtype}; both must have the same dtype (cast one with "
+                                    ".to())")
         if t.device != first.device:
-            raise ValueError(f"{fn}(): '{names[0]}' is on {first.device} but '{name}' is on "
-                             f"{t.device}; move both to the same device")
+            raise ArgumentValueError(f"{fn}(): '{names[0]}' is on {first.device} but '{name}' is "
+                                     f"on {t.device}; move both to the same device")
 
 
 def _check_scalar(fn: str, name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{fn}(): '{name}' must be a real number, not {type(value).__name__}")
+        raise ArgumentTypeError(f"{fn}(): '{name}' must be a real number, not "
+                                f"{type(value).__name__}")
     return float(value)
 
 
@@ -108,16 +123,16 @@ def _destination(fn: str, out, shape: tuple, operands: tuple):
     sharing no memory with an operand, nothing tracing), else None: the product then goes
     to a fresh tensor that is copied into out, so out= may alias an operand."""
     if not isinstance(out, torch.Tensor) or out.layout != torch.strided:
-        raise TypeError(f"{fn}(): 'out' must be a dense torch.Tensor, not "
-                        f"{getattr(out, 'layout', type(out).__name__)}")
+        raise ArgumentTypeError(f"{fn}(): 'out' must be a dense torch.Tensor, not "
+                                f"{getattr(out, 'layout', type(out).__name__)}")
     first = operands[0]
     if out.dtype != first.dtype:
-        raise TypeError(f"{fn}(): 'out' has dtype {out.dtype} but the result is "
-                        f"{first.dtype}; pass an out tensor of dtype {first.dtype} (out= "
-                        f"tensors are not cast, as in torch)")
+        raise ArgumentTypeError(f"{fn}(): 'out' has dtype {out.dtype} but the result is "
+                                f"{first.dtype}; pass an out tensor of dtype {first.dtype} (out= "
+                                "tensors are not cast, as in torch)")
     if out.device != first.device:
-        raise ValueError(f"{fn}(): 'out' is on {out.device} but the operands are on "
-                         f"{first.device}; pass an out tensor on {first.device}")
+        raise ArgumentValueError(f"{fn}(): 'out' is on {out.device} but the operands are on "
+                                 f"{first.device}; pass an out tensor on {first.device}")
     if torch.is_grad_enabled() and any(t.requires_grad for t in (*operands, out)):
         raise RuntimeError(f"{fn}(): functions with out=... arguments don't support automatic "
                            f"differentiation, but one of the arguments requires grad; call "
@@ -173,11 +188,11 @@ def mm(input, mat2, *, precision=None, out=None):
     """As torch.mm: (n x m) @ (m x p) -> (n x p); out: as torch's out= (see matmul)."""
     input, mat2 = _checked("mm", ("input", "mat2"), (input, mat2), out)
     if input.dim() != 2 or mat2.dim() != 2:
-        raise ValueError(f"mm(): both arguments must be 2-D, got {input.dim()}-D 'input' and "
-                         f"{mat2.dim()}-D 'mat2' (use matmul for other ranks)")
+        raise ArgumentValueError(f"mm(): both arguments must be 2-D, got {input.dim()}-D 'input' "
+                                 f"and {mat2.dim()}-D 'mat2' (use matmul for other ranks)")
     if input.shape[1] != mat2.shape[0]:
-        raise ValueError(f"mm(): mat1 and mat2 shapes cannot be multiplied "
-                         f"({_shape_str(input)} and {_shape_str(mat2)})")
+        raise ArgumentValueError("mm(): mat1 and mat2 shapes cannot be multiplied "
+                                 f"({_shape_str(input)} and {_shape_str(mat2)})")
     prec = resolve_precision(precision, input.dtype)
     if out is None:
         return _mm2(input, mat2, precision=prec)
@@ -200,13 +215,13 @@ def bmm(input, mat2, *, precision=None, out=None):
 def _check_batches(fn: str, names: tuple[str, str], x: torch.Tensor, y: torch.Tensor) -> None:
     """x @ y as bmm takes them: 3-D, equal batch sizes, x.shape[2] == y.shape[1]."""
     if x.dim() != 3 or y.dim() != 3:
-        raise ValueError(f"{fn}(): '{names[0]}' and '{names[1]}' must be 3-D, got "
-                         f"{x.dim()}-D and {y.dim()}-D (use matmul to broadcast batch "
-                         f"dimensions)")
+        raise ArgumentValueError(f"{fn}(): '{names[0]}' and '{names[1]}' must be 3-D, got "
+                                 f"{x.dim()}-D and {y.dim()}-D (use matmul to broadcast batch "
+                                 "dimensions)")
     if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
-        raise ValueError(f"{fn}(): batch1 and batch2 shapes cannot be multiplied "
-                         f"({_shape_str(x)} and {_shape_str(y)}): need equal batch sizes and "
-                         f"{names[0]}.shape[2] == {names[1]}.shape[1]")
+        raise ArgumentValueError(f"{fn}(): batch1 and batch2 shapes cannot be multiplied "
+                                 f"({_shape_str(x)} and {_shape_str(y)}): need equal batch sizes "
+                                 f"and {names[0]}.shape[2] == {names[1]}.shape[1]")
 
 
 def _broadcast_input(fn: str, input: torch.Tensor, out_shape: tuple) -> torch.Tensor:
@@ -214,8 +229,8 @@ def _broadcast_input(fn: str, input: torch.Tensor, out_shape: tuple) -> torch.Te
     try:
         return input.expand(out_shape)
     except RuntimeError:
-        raise ValueError(f"{fn}(): 'input' of shape {tuple(input.shape)} does not broadcast "
-                         f"to the output shape {out_shape}") from None
+        raise ArgumentValueError(f"{fn}(): 'input' of shape {tuple(input.shape)} does not "
+                                 f"broadcast to the output shape {out_shape}") from None
 
 
 def matmul(input, other, *, precision=None, out=None):
@@ -231,17 +246,17 @@ def matmul(input, other, *, precision=None, out=None):
         # The common case first: one product, no reshaping.
         return _mm2(input, other, precision=resolve_precision(precision, input.dtype))
     if input.dim() == 0 or other.dim() == 0:
-        raise ValueError(f"matmul(): both arguments need at least 1 dimension, got "
-                         f"{input.dim()}-D 'input' and {other.dim()}-D 'other' "
-                         f"(use * for scalars)")
+        raise ArgumentValueError("matmul(): both arguments need at least 1 dimension, got "
+                                 f"{input.dim()}-D 'input' and {other.dim()}-D 'other' (use * for "
+                                 "scalars)")
     prec = resolve_precision(precision, input.dtype)
     a = input.unsqueeze(0) if input.dim() == 1 else input      # (.., M, K), M = 1 for a vector
     b = other.unsqueeze(-1) if other.dim() == 1 else other     # (.., K, N), N = 1 for a vector
     if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"matmul(): shapes cannot be multiplied ({_shape_str(input)} and "
-                         f"{_shape_str(other)}): the last dimension of 'input' must equal "
-                         f"the {'only' if other.dim() == 1 else 'second-to-last'} dimension "
-                         f"of 'other'")
+        raise ArgumentValueError(f"matmul(): shapes cannot be multiplied ({_shape_str(input)} and "
+                                 f"{_shape_str(other)}): the last dimension of 'input' must equal "
+                                 f"the {'only' if other.dim() == 1 else 'second-to-last'} "
+                                 "dimension of 'other'")
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if a.dim() == 2 and b.dim() == 2:
         shape = _squeeze_vectors((m, n), input, other)
@@ -250,8 +265,9 @@ def matmul(input, other, *, precision=None, out=None):
     try:
         batch_shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except RuntimeError:
-        raise ValueError(f"matmul(): batch dimensions of 'input' {tuple(input.shape[:-2])} and "
-                         f"'other' {tuple(other.shape[:-2])} do not broadcast") from None
+        raise ArgumentValueError("matmul(): batch dimensions of 'input' "
+                                 f"{tuple(input.shape[:-2])} and 'other' "
+                                 f"{tuple(other.shape[:-2])} do not broadcast") from None
     shape = _squeeze_vectors((*batch_shape, m, n), input, other)
     dest = None if out is None else _destination("matmul", out, shape, (input, other))
     if b.dim() == 2 and a.dim() > 2:
@@ -282,11 +298,11 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, precision=None, out=None):
     beta = _check_scalar("addmm", "beta", beta)
     alpha = _check_scalar("addmm", "alpha", alpha)
     if mat1.dim() != 2 or mat2.dim() != 2:
-        raise ValueError(f"addmm(): 'mat1' and 'mat2' must be 2-D, got {mat1.dim()}-D and "
-                         f"{mat2.dim()}-D")
+        raise ArgumentValueError(f"addmm(): 'mat1' and 'mat2' must be 2-D, got {mat1.dim()}-D and "
+                                 f"{mat2.dim()}-D")
     if mat1.shape[1] != mat2.shape[0]:
-        raise ValueError(f"addmm(): mat1 and mat2 shapes cannot be multiplied "
-                         f"({_shape_str(mat1)} and {_shape_str(mat2)})")
+        raise ArgumentValueError("addmm(): mat1 and mat2 shapes cannot be multiplied "
+                                 f"({_shape_str(mat1)} and {_shape_str(mat2)})")
     out_shape = (mat1.shape[0], mat2.shape[1])
     d = _broadcast_input("addmm", input, out_shape)
     prec = resolve_precision(precision, mat1.dtype)
@@ -326,25 +342,25 @@ def linear(input, weight, bias=None, *, activation=None, precision=None):
     activation: None, "relu", "gelu" (exact), "gelu_tanh" (approximate="tanh") or "silu",
     applied in the GEMM's epilogue (no extra pass over the output)."""
     if activation not in ACTIVATIONS:
-        raise ValueError(f"linear(): unknown activation {activation!r}; choose one of "
-                         f"{ACTIVATIONS}")
+        raise ArgumentValueError(f"linear(): unknown activation {activation!r}; choose one of "
+                                 f"{ACTIVATIONS}")
     names, tensors = ("input", "weight"), (input, weight)
     if bias is not None:
         names, tensors = names + ("bias",), tensors + (bias,)
     tensors = _checked("linear", names, tensors)
     input, weight, bias = tensors if bias is not None else (*tensors, None)
     if weight.dim() != 2:
-        raise ValueError(f"linear(): 'weight' must be 2-D (out_features x in_features), got "
-                         f"shape {tuple(weight.shape)}")
+        raise ArgumentValueError("linear(): 'weight' must be 2-D (out_features x in_features), "
+                                 f"got shape {tuple(weight.shape)}")
     if input.dim() == 0:
-        raise ValueError("linear(): 'input' needs at least 1 dimension")
+        raise ArgumentValueError("linear(): 'input' needs at least 1 dimension")
     n, k = weight.shape
     if input.shape[-1] != k:
-        raise ValueError(f"linear(): input and weight.T shapes cannot be multiplied "
-                         f"({_shape_str(input.reshape(-1, input.shape[-1]))} and {k}x{n})")
+        raise ArgumentValueError("linear(): input and weight.T shapes cannot be multiplied "
+                                 f"({_shape_str(input.reshape(-1, input.shape[-1]))} and {k}x{n})")
     if bias is not None and bias.shape not in ((n,), ()):
-        raise ValueError(f"linear(): 'bias' must have shape ({n},) to match weight's "
-                         f"out_features, got {tuple(bias.shape)}")
+        raise ArgumentValueError(f"linear(): 'bias' must have shape ({n},) to match weight's "
+                                 f"out_features, got {tuple(bias.shape)}")
     prec = resolve_precision(precision, input.dtype)
     return ops.linear(input, weight, bias, prec, activation or "none")
 

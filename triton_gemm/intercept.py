@@ -89,11 +89,15 @@ class intercept(TorchFunctionMode):  # noqa: N801 (used like a function: `with i
         kwargs = kwargs or {}
         handler = _HANDLERS.get(func)
         if handler is not None and all(t in _PLAIN_TYPES for t in types):
+            # Arguments triton_gemm does not take (api's checks raise before any kernel runs
+            # or out= is touched), or a call that does not bind to the handler's signature
+            # (TypeError raised in this frame, before the handler's own): torch computes
+            # the call, or rejects it with its own error. Any other error propagates.
             try:
                 return handler(self.precision, *args, **kwargs)
-            except (TypeError, ValueError):
-                # triton_gemm does not take these arguments (its checks raise before any
-                # kernel runs or out= is touched): torch computes the call, or rejects it
-                # with its own error.
+            except (api.ArgumentValueError, api.ArgumentTypeError):
                 pass
+            except TypeError as error:
+                if error.__traceback__.tb_next is not None:
+                    raise
         return func(*args, **kwargs)
