@@ -109,6 +109,20 @@ def test_precision_follows_torch_when_not_given(launches, monkeypatch):
 
 
 @requires_kernels
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_autocast_inside_the_block(dtype, launches):
+    """Under autocast, float32 calls run on triton_gemm in the autocast dtype, also with a
+    float32 precision given to intercept() (it applies to products left in float32)."""
+    layer = torch.nn.Linear(16, 8, device=DEVICE)
+    x, w = randn(4, 16), randn(8, 16)
+    with tg.intercept(precision="tf32x3"), torch.autocast(DEVICE, dtype=dtype):
+        y, z = layer(x), x @ w.t()
+    assert y.dtype == z.dtype == dtype and len(launches) == 2
+    ref = functional.linear(*f64(x, layer.weight, layer.bias))
+    assert_close(y, ref, dtype, None, "autocast linear", operands=(x, layer.weight.t()))
+
+
+@requires_kernels
 def test_what_triton_gemm_does_not_take_runs_in_torch(launches):
     """float64 and integer operands, and a linear bias torch broadcasts but triton_gemm does
     not take, give torch's exact result; no triton_gemm launch."""

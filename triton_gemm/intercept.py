@@ -24,15 +24,21 @@ from . import api
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
-def _fp32_precision(precision, tensor):
-    """precision for float32 operands; 16-bit ones take none."""
-    return precision if getattr(tensor, "dtype", None) == torch.float32 else None
+def _fp32_precision(precision, tensor, out=None):
+    """precision for a product of float32 operands; None for 16-bit ones, and for float32
+    ones that autocast will cast (api autocasts calls without out=, as torch does)."""
+    if getattr(tensor, "dtype", None) != torch.float32:
+        return None
+    if out is None and tensor.device.type in ("cuda", "cpu") and torch.is_autocast_enabled(
+            tensor.device.type):
+        return None
+    return precision
 
 
 # One handler per torch signature: (precision, *torch's arguments) -> triton_gemm's result.
 # A call that does not bind to the signature raises TypeError, which sends it to torch.
 def _matmul(precision, input, other, *, out=None):
-    return api.matmul(input, other, precision=_fp32_precision(precision, input), out=out)
+    return api.matmul(input, other, precision=_fp32_precision(precision, input, out), out=out)
 
 
 def _rmatmul(precision, self, other):
@@ -40,21 +46,21 @@ def _rmatmul(precision, self, other):
 
 
 def _mm(precision, input, mat2, *, out=None):
-    return api.mm(input, mat2, precision=_fp32_precision(precision, input), out=out)
+    return api.mm(input, mat2, precision=_fp32_precision(precision, input, out), out=out)
 
 
 def _bmm(precision, input, mat2, *, out=None):
-    return api.bmm(input, mat2, precision=_fp32_precision(precision, input), out=out)
+    return api.bmm(input, mat2, precision=_fp32_precision(precision, input, out), out=out)
 
 
 def _addmm(precision, input, mat1, mat2, *, beta=1, alpha=1, out=None):
     return api.addmm(input, mat1, mat2, beta=beta, alpha=alpha,
-                     precision=_fp32_precision(precision, mat1), out=out)
+                     precision=_fp32_precision(precision, mat1, out), out=out)
 
 
 def _baddbmm(precision, input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return api.baddbmm(input, batch1, batch2, beta=beta, alpha=alpha,
-                       precision=_fp32_precision(precision, batch1), out=out)
+                       precision=_fp32_precision(precision, batch1, out), out=out)
 
 
 def _linear(precision, input, weight, bias=None):
