@@ -63,9 +63,10 @@ def test_torch_calls_run_on_triton_gemm(dtype, precision, call, launches):
         ref_fn = lambda x: functional.linear(x, *f64(layer.weight, layer.bias))  # noqa: E731
     else:
         ref_fn = fn
-    with torch.no_grad(), tg.intercept(precision=precision):
+    with torch.no_grad(), tg.intercept(precision=precision) as mode:
         out = fn(*operands)
     assert len(launches) == 1, f"{call}: {len(launches)} triton_gemm launches"
+    assert (mode.rerouted, mode.left_to_torch) == (1, 0)
     assert out.dtype == dtype
     assert_close(out, ref_fn(*f64(*operands)), dtype, precision, call)
 
@@ -129,11 +130,11 @@ def test_what_triton_gemm_does_not_take_runs_in_torch(launches):
     a, b = torch.randn(6, 5, dtype=torch.float64), torch.randn(5, 4, dtype=torch.float64)
     ints = torch.randint(-3, 4, (6, 5)), torch.randint(-3, 4, (5, 4))
     x, w, bias = randn(6, 5), randn(4, 5), randn(6, 4)
-    with tg.intercept():
-        outs = [a @ b, torch.mm(*ints), functional.linear(x, w, bias)]
+    with tg.intercept() as mode:
+        outs = [a @ b, torch.mm(*ints), functional.linear(x, w, bias), torch.relu(a)]
     assert torch.equal(outs[0], a @ b) and torch.equal(outs[1], torch.mm(*ints))
     assert torch.equal(outs[2], functional.linear(x, w, bias))
-    assert launches == []
+    assert launches == [] and (mode.rerouted, mode.left_to_torch) == (0, 3)
 
 
 @requires_kernels

@@ -83,13 +83,23 @@ class intercept(TorchFunctionMode):  # noqa: N801 (used like a function: `with i
 
     precision: for float32 GEMMs, one of triton_gemm.PRECISIONS; None (default) follows
     torch.get_float32_matmul_precision(), as torch's own calls do. The block may nest;
-    torch.compile traces the rerouted calls as triton_gemm's operator."""
+    torch.compile traces the rerouted calls as triton_gemm's operator. After the block,
+    `rerouted` and `left_to_torch` count its GEMM calls:
+
+        with triton_gemm.intercept() as mode:
+            model(x)
+        assert mode.left_to_torch == 0
+    """
 
     def __init__(self, precision: str | None = None):
         super().__init__()
         if precision is not None:
             api.resolve_precision(precision, torch.float32)   # the error for a bad name
         self.precision = precision
+        # GEMM calls seen in the block: run on triton_gemm, or left to torch (call the
+        # triton_gemm function of the same name on those arguments to see why).
+        self.rerouted = 0
+        self.left_to_torch = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -100,10 +110,15 @@ class intercept(TorchFunctionMode):  # noqa: N801 (used like a function: `with i
             # (TypeError raised in this frame, before the handler's own): torch computes
             # the call, or rejects it with its own error. Any other error propagates.
             try:
-                return handler(self.precision, *args, **kwargs)
+                result = handler(self.precision, *args, **kwargs)
+                self.rerouted += 1
+                return result
             except (api.ArgumentValueError, api.ArgumentTypeError):
                 pass
             except TypeError as error:
                 if error.__traceback__.tb_next is not None:
                     raise
+            self.left_to_torch += 1
+        elif handler is not None:
+            self.left_to_torch += 1
         return func(*args, **kwargs)
