@@ -201,7 +201,7 @@ def test_gradients_through_intercepted_calls():
 
     def block(x, w, bias, v):
         h = torch.tanh(functional.linear(x, w, bias))
-        return torch.baddbmm(mask.to(h.dtype), h, v, alpha=0.5) @ v.transpose(1, 2)
+        return torch.baddbmm(mask.to(h), h, v, alpha=0.5) @ v.transpose(1, 2)
 
     leaves = [t.clone().requires_grad_(True) for t in (x, w, bias, v)]
     with tg.intercept(precision="ieee"):
