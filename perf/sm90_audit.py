@@ -1,0 +1,341 @@
+"""Offline audit of triton_gemm's sm_90a machine code (no GPU needed): every tensor-core
+config of the persistent kernel and of the plain kernel, with each epilogue and operand
+variant the dispatcher launches, compiled by triton for the H100 the way the GPU
+specialises it, then read back:
+
+- shared memory (triton's metadata): the persistent kernel's against the table
+  configs.PERSISTENT_SMEM that its tuner prunes by (a stale entry lets a config launch
+  that does not fit); the plain kernel's against the H100's 227 KB;
+- registers and spill bytes (ptxas -v on triton's PTX, with triton's own ptxas flags);
+- the tensor-core instructions in the SASS (cuobjdump): HGMMA is Hopper's wgmma, HMMA the
+  older mma.sync at about half its rate. wgmma works on 64 rows per warpgroup, so plain
+  tiles under 64 rows (the decode-style 16 and 32) take HMMA;
+- ptxas warnings (e.g. C7515: wgmmas serialised).
+
+    python3 perf/sm90_audit.py [--kernel persistent,plain] [--family half,tf32]
+                               [--tile h_128x256x64,...] [--check] [--table] [--out DIR]
+
+Writes sm90_audit.csv and sm90_audit.md to DIR (default perf/results/sm90-offline/).
+--check exits 1 when a persistent config's shared memory differs from the table, a config
+does not fit the H100, a config of 64 rows or more issues anything but HGMMA (or one of
+fewer rows no tensor-core instruction), or ptxas serialises wgmmas; --table prints
+configs.PERSISTENT_SMEM as measured (after a kernel change, paste it over the old one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import triton
+from tqdm import tqdm
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from triton_gemm import configs  # noqa: E402
+from triton_gemm.kernels.matmul import _matmul_kernel  # noqa: E402
+from triton_gemm.kernels.persistent import (HALF_TAIL_FAMILIES, HALF_TAIL_MIN_BN,  # noqa: E402
+                                            _persistent_kernel)
+
+SM90 = GPUTarget("cuda", 90, 32)
+H100_SMEM = 232448  # bytes of shared memory per block (opt-in) on the H100 and H200
+INT_ARGS = ("M", "N", "K", "stride_cm", "stride_dm", "stride_dn", "M_BUCKET", "N_BUCKET",
+            "K_BUCKET", "LAYOUT")
+
+
+def _compile(kernel, signature: dict, const: dict, divisible, warps: int, stages: int):
+    """triton.compile of kernel for sm_90: signature maps the non-constexpr arguments to
+    their types, const the constexprs (and arguments fixed as constants), divisible the
+    arguments specialised as multiples of 16."""
+    order = list(kernel.arg_names)
+    sig = {name: ("constexpr" if name in const else signature[name]) for name in order}
+    src = ASTSource(kernel, sig, constexprs={(order.index(k),): v for k, v in const.items()},
+                    attrs={(order.index(n),): [["tt.divisibility", 16]] for n in divisible})
+    return triton.compile(src, target=SM90, options={"num_warps": warps, "num_stages": stages})
+
+
+def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True,
+                   split: bool = False, half_tail: bool = False, a_m_major: bool = False,
+                   d_row: bool = False):
+    """Compile one config for sm_90 the way the GPU specialises it: host TMA descriptors
+    with the config's block shapes (A row-major, or M-major with a_m_major; B K-major; C's
+    without c_tma, the remainders' without split and the tail's without half_tail are
+    None), pointers and sizes divisible by 16 (stride_cm not, for a pointer-stored C), and
+    (the costly case) a D with unit column stride, one row broadcast with d_row (a bias,
+    D_ROW). Returns triton's compiled kernel."""
+    _, bm, bn, bk, warps, stages, subtile, *ws = tile
+    sig = {"c_ptr": f"*{dtype}", "d_ptr": f"*{dtype}",
+           "a_desc": f"tensordesc<{dtype}[{bk}, {bm}]>" if a_m_major
+           else f"tensordesc<{dtype}[{bm}, {bk}]>",
+           "b_desc": f"tensordesc<{dtype}[{bn}, {bk}]>",
+           "c_desc": f"tensordesc<{dtype}[{bm}, {bn // 2 if subtile else bn}]>",
+           "alo_desc": f"tensordesc<{dtype}[{bm}, {bk}]>",
+           "blo_desc": f"tensordesc<{dtype}[{bn}, {bk}]>",
+           "bt_desc": f"tensordesc<{dtype}[{bn // 2}, {bk}]>",
+           "ct_desc": f"tensordesc<{dtype}[{bm}, {bn // 4 if subtile else bn // 2}]>"}
+    sig.update({name: "i32" for name in INT_ARGS})
+    sig.update(alpha="fp32", beta="fp32")
+    const = dict(PRECISION=precision, HAS_D=has_d, D_ROW=has_d and d_row, A_M_MAJOR=a_m_major,
+                 B_K_MAJOR=True, UPCAST=False, NUM_SMS=132, C_TMA=c_tma, ACTIVATION=0, SPLIT=split,
+                 HI_FLUSH_K=64 if split else 0, HALF_TAIL=half_tail,
+                 BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,
+                 WARP_SPECIALIZE=bool(ws and ws[0]))
+    if has_d:
+        const["stride_dn"] = 1
+    if not c_tma:
+        const["c_desc"] = None
+        const["ct_desc"] = None
+    if not half_tail:
+        const.update(bt_desc=None, ct_desc=None)
+    if not split:
+        const.update(alo_desc=None, blo_desc=None)
+    divisible = [n for n in _persistent_kernel.arg_names if n not in const
+                 and not n.endswith("_desc")
+                 and n not in ("stride_dm", "alpha", "beta") + (() if c_tma else ("stride_cm",))]
+    return _compile(_persistent_kernel, sig, const, divisible, warps, stages)
+
+
+def compile_plain(dtype: str, precision: str, config, b_k_major: bool, has_d: bool):
+    """Compile one plain-kernel config for sm_90 as the GPU specialises aligned operands: A
+    K-contiguous, B K-contiguous (b_k_major) or N-contiguous, C row-major, D (has_d) a row
+    of unit column stride, sizes and other strides multiples of 16, no VEC hint."""
+    unit = ["stride_ak", "stride_cn", "stride_dn", "stride_bk" if b_k_major else "stride_bn"]
+    const = dict(PRECISION=precision, HAS_D=has_d, UPCAST=False, INT64=False, ACTIVATION=0,
+                 VEC=0, B_K_MAJOR=b_k_major, **config.kwargs, **dict.fromkeys(unit, 1))
+    sig = {name: f"*{dtype}" if name.endswith("_ptr") else "fp32" if name in ("alpha", "beta")
+           else "i32" for name in _matmul_kernel.arg_names}
+    divisible = [n for n in _matmul_kernel.arg_names if n not in const and sig[n] != "fp32"
+                 and n not in ("stride_db", "stride_dm")]  # a row D: 0
+    return _compile(_matmul_kernel, sig, const, divisible, config.num_warps, config.num_stages)
+
+
+# (dtype, precision, split, A M-major) each persistent family's launches compile. 16-bit
+# operands pass "tf32", which tl.dot ignores for them (common.dot_precision); A comes
+# M-major only for them, and bf16 and fp16 take the same shared memory, so bf16's M-major A
+# is left out.
+_HALF = [("fp16", "tf32", False, False), ("fp16", "tf32", False, True),
+         ("bf16", "tf32", False, False)]
+VARIANTS = {
+    "half": _HALF,
+    "half_mid": _HALF,
+    "tf32": [("fp32", "tf32", False, False), ("fp32", "tf32x3", False, False)],
+    "tf32_mid": [("fp32", "tf32", False, False)],
+    "split": [("fp32", "tf32x3", True, False)],
+}
+EPILOGUES = {"none": (False, False), "d": (True, False), "d_row": (True, True)}
+# The plain kernel's tensor-core families (simt is FMA) and their (dtype, precision); bf16
+# compiles as fp16 does.
+PLAIN_VARIANTS = {"half": [("fp16", "tf32")], "tf32": [("fp32", "tf32"), ("fp32", "tf32x3")]}
+KERNELS = ("persistent", "plain")
+_SERIALISED = re.compile(r"C75\d\d.*wgmma.*serializ", re.IGNORECASE)
+
+
+def _shown(dtype: str, precision: str) -> str:
+    """The precision a row names: "half" for 16-bit operands, as dispatch does."""
+    return precision if dtype == "fp32" else "half"
+
+
+def persistent_cases(families):
+    """One dict per compile: every tile x variant x epilogue x C store x half-width tail
+    (the tail only where the family runs one: HALF_TAIL_FAMILIES, BN >= HALF_TAIL_MIN_BN)."""
+    for family in families:
+        for tile in configs.persistent_tiles(family):
+            tails = (False, True) if (family in HALF_TAIL_FAMILIES
+                                      and tile[2] >= HALF_TAIL_MIN_BN.value) else (False,)
+            for dtype, precision, split, a_m_major in VARIANTS[family]:
+                for epilogue, (has_d, d_row) in EPILOGUES.items():
+                    for c_tma in (True, False):
+                        for half_tail in tails:
+                            args = (dtype, precision, tile, has_d, c_tma, split, half_tail,
+                                    a_m_major, d_row)
+                            yield dict(kernel="persistent", family=family, tile=tile[0],
+                                       bm=tile[1], dtype=dtype,
+                                       precision=_shown(dtype, precision),
+                                       a_m_major=a_m_major, b_layout="k", epilogue=epilogue,
+                                       c_tma=c_tma, half_tail=half_tail,
+                                       _compile=lambda args=args: compile_config(*args))
+
+
+def plain_cases(families):
+    """One dict per compile: every plain config x variant x B layout x (no D, a D)."""
+    for family in families:
+        for config in configs.configs(family):
+            for dtype, precision in PLAIN_VARIANTS[family]:
+                for b_k_major in (False, True):
+                    for has_d in (False, True):
+                        args = (dtype, precision, config, b_k_major, has_d)
+                        yield dict(kernel="plain", family=family,
+                                   tile=configs.config_name(config, family),
+                                   bm=config.kwargs["BM"], dtype=dtype,
+                                   precision=_shown(dtype, precision),
+                                   a_m_major=False, b_layout="k" if b_k_major else "row",
+                                   epilogue="d" if has_d else "none", c_tma=False,
+                                   half_tail=False, _compile=lambda args=args: compile_plain(*args))
+
+
+def ptxas_report(ptx: str, workdir: Path) -> dict:
+    """Registers, spill bytes and warnings of ptxas -v on ptx, as triton invokes it."""
+    src = workdir / "kernel.ptx"
+    src.write_text(ptx)
+    done = subprocess.run([triton.knobs.nvidia.ptxas.path, "-lineinfo", "-v",
+                           "--gpu-name=sm_90a", str(src), "-o", str(workdir / "kernel.o")],
+                          capture_output=True, text=True, check=True)
+    log = done.stdout + done.stderr
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    return {"registers": int(re.search(r"Used (\d+) registers", log).group(1)),
+            "spill_stores": int(spills.group(1)), "spill_loads": int(spills.group(2)),
+            "warnings": "; ".join(line.strip() for line in log.splitlines()
+                                  if "warning" in line.lower())}
+
+
+def mma_instructions(cubin: bytes, workdir: Path) -> str:
+    """The distinct tensor-core opcodes of a cubin's SASS, e.g. 'HGMMA.64x256x16.F32'."""
+    path = workdir / "kernel.cubin"
+    path.write_bytes(cubin)
+    sass = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-sass", str(path)],
+                          capture_output=True, text=True, check=True).stdout
+    return " ".join(sorted(set(re.findall(r"\b[HI]G?MMA\.[\w.]+", sass))))
+
+
+def audit(kernels, families, tiles=None) -> pd.DataFrame:
+    """One row per compile of the given kernels' families (families a kernel lacks are
+    skipped), only the named tiles if tiles is given."""
+    todo = []
+    if "persistent" in kernels:
+        todo += persistent_cases([f for f in families if f in VARIANTS])
+    if "plain" in kernels:
+        todo += plain_cases([f for f in families if f in PLAIN_VARIANTS])
+    todo = [case for case in todo if tiles is None or case["tile"] in tiles]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in tqdm(todo, desc="compiling for sm_90a", disable=None):  # no bar off a tty
+            kernel = case.pop("_compile")()
+            rows.append({**case, "shared": kernel.metadata.shared,
+                         **ptxas_report(kernel.asm["ptx"], Path(tmp)),
+                         "mma": mma_instructions(kernel.asm["cubin"], Path(tmp))})
+    return pd.DataFrame(rows)
+
+
+_TABLE_KEYS = ["tile", "c_tma", "epilogue"]
+
+
+def measured_smem(df: pd.DataFrame) -> pd.Series:
+    """Shared bytes per persistent tile, C store and epilogue as configs.PERSISTENT_SMEM
+    holds them: the largest variant's, without the half-width tail (which must fit within
+    it)."""
+    rows = df[(df.kernel == "persistent") & ~df.half_tail]
+    return rows.groupby(_TABLE_KEYS)["shared"].max()
+
+
+def smem_table(df: pd.DataFrame) -> str:
+    """configs.PERSISTENT_SMEM's entries as measured, in its format."""
+    measured = measured_smem(df)
+    lines = []
+    for tile in dict.fromkeys(df.tile[df.kernel == "persistent"]):
+        sizes = tuple(tuple(int(measured[tile, c_tma, epilogue]) for epilogue in EPILOGUES)
+                      for c_tma in (True, False))
+        lines.append(f'    "{tile}": {sizes},')
+    return "\n".join(lines)
+
+
+def problems(df: pd.DataFrame) -> list[str]:
+    """What --check fails on (see the module docstring)."""
+    found = []
+    measured = measured_smem(df)
+    for (tile, c_tma, epilogue), shared in measured.items():
+        entry = configs.PERSISTENT_SMEM[tile][int(not c_tma)][list(EPILOGUES).index(epilogue)]
+        if entry != shared:
+            found.append(f"{tile} C {'TMA' if c_tma else 'pointer'} D {epilogue}: "
+                         f"{shared} bytes of shared memory, configs.PERSISTENT_SMEM says {entry}")
+    tails = df[(df.kernel == "persistent") & df.half_tail]
+    with_tail = tails.merge(measured.rename("table"), on=_TABLE_KEYS)
+    for row in with_tail[with_tail.shared > with_tail.table].itertuples():
+        found.append(f"{row.tile} with its half-width tail takes {row.shared} bytes, more than "
+                     f"the {row.table} it is pruned by")
+    for row in df.itertuples():
+        what = (f"{row.kernel} {row.tile} {row.dtype} {row.precision} B {row.b_layout} "
+                f"D {row.epilogue}")
+        if row.kernel == "plain" and row.shared > H100_SMEM:
+            found.append(f"{what}: {row.shared} bytes of shared memory, over the H100's "
+                         f"{H100_SMEM}")
+        if row.bm >= 64 and ("HGMMA" not in row.mma or "HMMA" in row.mma):
+            found.append(f"{what}: tensor-core instructions {row.mma or 'none'}, want HGMMA only")
+        if row.bm < 64 and "MMA" not in row.mma:
+            found.append(f"{what}: no tensor-core instruction")
+        if _SERIALISED.search(row.warnings):
+            found.append(f"{what}: {row.warnings}")
+    return found
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """One row per kernel, tile and variant: the worst case over its epilogues, C stores,
+    B layouts and tails, and which of those cases spill."""
+    keys = ["kernel", "family", "tile", "dtype", "precision", "a_m_major"]
+
+    def spilling(stores: pd.Series) -> str:
+        cases = df.loc[stores.index]
+        return ", ".join(
+            "/".join([row.epilogue] + (["B row"] if row.b_layout == "row" else [])
+                     + (["ptr C"] if row.kernel == "persistent" and not row.c_tma else [])
+                     + (["tail"] if row.half_tail else []))
+            for row in cases[stores > 0].itertuples())
+
+    summary = df.groupby(keys, sort=False).agg(
+        shared_max=("shared", "max"), registers_max=("registers", "max"),
+        spill_max=("spill_stores", "max"), spilling=("spill_stores", spilling),
+        mma=("mma", lambda s: " ".join(sorted(set(" ".join(s).split())))),
+        warnings=("warnings", lambda s: "; ".join(sorted({w for w in s if w}))))
+    return ("# triton_gemm's tensor-core kernels on sm_90a, compiled offline\n\n"
+            f"triton {triton.__version__}, ptxas {triton.knobs.nvidia.ptxas.version}, "
+            "`python3 perf/sm90_audit.py`. Each row is the worst case over a config's "
+            "epilogues (none, a D, a one-row D), C stores (persistent: TMA or pointer), B "
+            "layouts (plain: row-major or K-major) and half-width tail; `spilling` names the "
+            "cases that spill registers.\n\n"
+            + summary.reset_index().to_markdown(index=False) + "\n")
+
+
+def _csv_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="perf/sm90_audit.py",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernel", default=",".join(KERNELS),
+                        help=f"comma-separated kernels, of {', '.join(KERNELS)} (default: both)")
+    parser.add_argument("--family", default=",".join(dict.fromkeys([*VARIANTS, *PLAIN_VARIANTS])),
+                        help="comma-separated config families (default: all)")
+    parser.add_argument("--tile", default="",
+                        help="comma-separated config names, e.g. h_128x256x64 (default: all)")
+    parser.add_argument("--check", action="store_true", help="exit 1 on a problem found")
+    parser.add_argument("--table", action="store_true",
+                        help="print configs.PERSISTENT_SMEM's entries as measured")
+    parser.add_argument("--out", type=Path, default=ROOT / "perf" / "results" / "sm90-offline")
+    args = parser.parse_args(argv)
+    kernels, families = _csv_list(args.kernel), _csv_list(args.family)
+    unknown = sorted(set(kernels) - set(KERNELS)) + sorted(
+        set(families) - set(VARIANTS) - set(PLAIN_VARIANTS))
+    if unknown:
+        parser.error(f"unknown kernel or family {', '.join(unknown)}")
+    df = audit(kernels, families, set(_csv_list(args.tile)) or None)
+    if df.empty:
+        parser.error("no config of these kernels and families has such a name")
+    args.out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(args.out / "sm90_audit.csv", index=False)
+    (args.out / "sm90_audit.md").write_text(markdown(df))
+    if args.table:
+        print(smem_table(df))
+    found = problems(df)
+    print("\n".join(found) or "no problems found", f"\nwritten to {args.out}")
+    return 1 if found and args.check else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
