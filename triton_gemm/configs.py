@@ -106,7 +106,7 @@ FAMILIES = ("simt", "tf32", "half")
 # H100 (0.96x cuBLAS in the same run) and 1.10x at 8192^3. EPILOGUE_SUBTILE stores C in two
 # halves, halving the epilogue's shared memory; with a fused D the pipeliner stages D too,
 # so fp16 128x256x64 x3 needs 213 KB split and 246 KB unsplit (limit 227 KB; sizes from
-# triton.compile for sm_90, perf/sm90_audit.py, table PERSISTENT_SMEM below).
+# triton.compile for sm_90, perf/sass_audit.py, table PERSISTENT_SMEM below).
 _PERSISTENT_TILES = {
     "half": (
         ("p_128x256x64_sub", 128, 256, 64, 8, 3, True),
@@ -272,7 +272,7 @@ INTERPRETER_TILE = ("interpreter", 32, 32, 16, 4, 1)
 
 
 # Shared memory per persistent config, read from triton.compile for sm_90 by
-# perf/sm90_audit.py --table, which CI checks against this table (Triton 3.6; the worse of
+# perf/sass_audit.py --table, which CI checks against this table (Triton 3.6; the worse of
 # tf32/tf32x3 and, 16-bit, of fp16 and bf16 and of a row-major and an M-major A; "split"
 # tiles with SPLIT on):
 # ((TMA-stored C: bytes without a D epilogue, with one, with a one-row D), (pointer-stored

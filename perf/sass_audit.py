@@ -1,25 +1,27 @@
-"""Offline audit of triton_gemm's sm_90a machine code (no GPU needed): every tensor-core
-config of the persistent kernel and of the plain kernel, with each epilogue and operand
-variant the dispatcher launches, compiled by triton for the H100 the way the GPU
-specialises it, then read back:
+"""Offline audit of triton_gemm's machine code (no GPU needed): every tensor-core config of
+the persistent kernel and of the plain kernel, with each epilogue and operand variant the
+dispatcher launches, compiled by triton for the H100 (sm_90a) the way the GPU specialises
+it, or the plain kernel's for the A100 (sm_80), then read back:
 
 - shared memory (triton's metadata): the persistent kernel's against the table
   configs.PERSISTENT_SMEM that its tuner prunes by (a stale entry lets a config launch
-  that does not fit); the plain kernel's against the H100's 227 KB;
+  that does not fit); the plain kernel's against the GPU's opt-in limit;
 - registers and spill bytes (ptxas -v on triton's PTX, with triton's own ptxas flags);
 - the tensor-core instructions in the SASS (cuobjdump): HGMMA is Hopper's wgmma, HMMA the
   older mma.sync at about half its rate. wgmma works on 64 rows per warpgroup, so plain
   tiles under 64 rows (the decode-style 16 and 32) take HMMA;
 - ptxas warnings (e.g. C7515: wgmmas serialised).
 
-    python3 perf/sm90_audit.py [--kernel persistent,plain] [--family half,tf32]
-                               [--tile h_128x256x64,...] [--check] [--table] [--out DIR]
+    python3 perf/sass_audit.py [--arch sm_90a|sm_80] [--kernel persistent,plain]
+                               [--family half,tf32] [--tile h_128x256x64,...] [--check]
+                               [--table] [--out DIR]
 
-Writes sm90_audit.csv and sm90_audit.md to DIR (default perf/results/sm90-offline/).
---check exits 1 when a persistent config's shared memory differs from the table, a config
-does not fit the H100, a config of 64 rows or more issues anything but HGMMA (or one of
-fewer rows no tensor-core instruction), or ptxas serialises wgmmas; --table prints
-configs.PERSISTENT_SMEM as measured (after a kernel change, paste it over the old one).
+Writes <arch>.csv and <arch>.md to DIR (default perf/results/sass-offline/).
+--check exits 1 when a persistent config's shared memory differs from the table, a plain
+config does not fit the GPU, on sm_90a a config of 64 rows or more issues anything but
+HGMMA, a config issues no tensor-core instruction, or ptxas serialises wgmmas; --table
+prints configs.PERSISTENT_SMEM as measured (after a kernel change, paste it over the old
+one).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 import triton
@@ -44,21 +47,32 @@ from triton_gemm.kernels.matmul import _matmul_kernel  # noqa: E402
 from triton_gemm.kernels.persistent import (HALF_TAIL_FAMILIES, HALF_TAIL_MIN_BN,  # noqa: E402
                                             _persistent_kernel)
 
-SM90 = GPUTarget("cuda", 90, 32)
-H100_SMEM = 232448  # bytes of shared memory per block (opt-in) on the H100 and H200
+
+
+class Arch(NamedTuple):
+    target: GPUTarget
+    smem: int          # bytes of shared memory per block (opt-in)
+    wgmma: bool        # Hopper's warpgroup MMA (HGMMA) exists
+    kernels: tuple     # the kernels that compile for it (TMA needs sm_90)
+
+
+ARCHS = {"sm_90a": Arch(GPUTarget("cuda", 90, 32), 232448, True, ("persistent", "plain")),
+         "sm_80": Arch(GPUTarget("cuda", 80, 32), 166912, False, ("plain",))}
 INT_ARGS = ("M", "N", "K", "stride_cm", "stride_dm", "stride_dn", "M_BUCKET", "N_BUCKET",
             "K_BUCKET", "LAYOUT")
 
 
-def _compile(kernel, signature: dict, const: dict, divisible, warps: int, stages: int):
-    """triton.compile of kernel for sm_90: signature maps the non-constexpr arguments to
+def _compile(kernel, signature: dict, const: dict, divisible, warps: int, stages: int,
+             arch: str = "sm_90a"):
+    """triton.compile of kernel for arch: signature maps the non-constexpr arguments to
     their types, const the constexprs (and arguments fixed as constants), divisible the
     arguments specialised as multiples of 16."""
     order = list(kernel.arg_names)
     sig = {name: ("constexpr" if name in const else signature[name]) for name in order}
     src = ASTSource(kernel, sig, constexprs={(order.index(k),): v for k, v in const.items()},
                     attrs={(order.index(n),): [["tt.divisibility", 16]] for n in divisible})
-    return triton.compile(src, target=SM90, options={"num_warps": warps, "num_stages": stages})
+    return triton.compile(src, target=ARCHS[arch].target,
+                          options={"num_warps": warps, "num_stages": stages})
 
 
 def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True,
@@ -102,8 +116,9 @@ def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = 
     return _compile(_persistent_kernel, sig, const, divisible, warps, stages)
 
 
-def compile_plain(dtype: str, precision: str, config, b_k_major: bool, has_d: bool):
-    """Compile one plain-kernel config for sm_90 as the GPU specialises aligned operands: A
+def compile_plain(dtype: str, precision: str, config, b_k_major: bool, has_d: bool,
+                  arch: str = "sm_90a"):
+    """Compile one plain-kernel config for arch as the GPU specialises aligned operands: A
     K-contiguous, B K-contiguous (b_k_major) or N-contiguous, C row-major, D (has_d) a row
     of unit column stride, sizes and other strides multiples of 16, no VEC hint."""
     unit = ["stride_ak", "stride_cn", "stride_dn", "stride_bk" if b_k_major else "stride_bn"]
@@ -113,7 +128,8 @@ def compile_plain(dtype: str, precision: str, config, b_k_major: bool, has_d: bo
            else "i32" for name in _matmul_kernel.arg_names}
     divisible = [n for n in _matmul_kernel.arg_names if n not in const and sig[n] != "fp32"
                  and n not in ("stride_db", "stride_dm")]  # a row D: 0
-    return _compile(_matmul_kernel, sig, const, divisible, config.num_warps, config.num_stages)
+    return _compile(_matmul_kernel, sig, const, divisible, config.num_warps, config.num_stages,
+                    arch)
 
 
 # (dtype, precision, split, A M-major) each persistent family's launches compile. 16-bit
@@ -163,14 +179,14 @@ def persistent_cases(families):
                                        _compile=lambda args=args: compile_config(*args))
 
 
-def plain_cases(families):
+def plain_cases(families, arch: str):
     """One dict per compile: every plain config x variant x B layout x (no D, a D)."""
     for family in families:
         for config in configs.configs(family):
             for dtype, precision in PLAIN_VARIANTS[family]:
                 for b_k_major in (False, True):
                     for has_d in (False, True):
-                        args = (dtype, precision, config, b_k_major, has_d)
+                        args = (dtype, precision, config, b_k_major, has_d, arch)
                         yield dict(kernel="plain", family=family,
                                    tile=configs.config_name(config, family),
                                    bm=config.kwargs["BM"], dtype=dtype,
@@ -180,12 +196,12 @@ def plain_cases(families):
                                    half_tail=False, _compile=lambda args=args: compile_plain(*args))
 
 
-def ptxas_report(ptx: str, workdir: Path) -> dict:
+def ptxas_report(ptx: str, workdir: Path, arch: str) -> dict:
     """Registers, spill bytes and warnings of ptxas -v on ptx, as triton invokes it."""
     src = workdir / "kernel.ptx"
     src.write_text(ptx)
     done = subprocess.run([triton.knobs.nvidia.ptxas.path, "-lineinfo", "-v",
-                           "--gpu-name=sm_90a", str(src), "-o", str(workdir / "kernel.o")],
+                           f"--gpu-name={arch}", str(src), "-o", str(workdir / "kernel.o")],
                           capture_output=True, text=True, check=True)
     log = done.stdout + done.stderr
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
@@ -204,21 +220,23 @@ def mma_instructions(cubin: bytes, workdir: Path) -> str:
     return " ".join(sorted(set(re.findall(r"\b[HI]G?MMA\.[\w.]+", sass))))
 
 
-def audit(kernels, families, tiles=None) -> pd.DataFrame:
-    """One row per compile of the given kernels' families (families a kernel lacks are
-    skipped), only the named tiles if tiles is given."""
+def audit(kernels, families, tiles=None, arch: str = "sm_90a") -> pd.DataFrame:
+    """One row per compile of the given kernels' families for arch (families a kernel lacks
+    are skipped), only the named tiles if tiles is given."""
+    if set(kernels) - set(ARCHS[arch].kernels):
+        raise ValueError(f"{arch} compiles only the {', '.join(ARCHS[arch].kernels)} kernel")
     todo = []
     if "persistent" in kernels:
         todo += persistent_cases([f for f in families if f in VARIANTS])
     if "plain" in kernels:
-        todo += plain_cases([f for f in families if f in PLAIN_VARIANTS])
+        todo += plain_cases([f for f in families if f in PLAIN_VARIANTS], arch)
     todo = [case for case in todo if tiles is None or case["tile"] in tiles]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for case in tqdm(todo, desc="compiling for sm_90a", disable=None):  # no bar off a tty
+        for case in tqdm(todo, desc=f"compiling for {arch}", disable=None):  # no bar off a tty
             kernel = case.pop("_compile")()
-            rows.append({**case, "shared": kernel.metadata.shared,
-                         **ptxas_report(kernel.asm["ptx"], Path(tmp)),
+            rows.append({"arch": arch, **case, "shared": kernel.metadata.shared,
+                         **ptxas_report(kernel.asm["ptx"], Path(tmp), arch),
                          "mma": mma_instructions(kernel.asm["cubin"], Path(tmp))})
     return pd.DataFrame(rows)
 
@@ -262,12 +280,14 @@ def problems(df: pd.DataFrame) -> list[str]:
     for row in df.itertuples():
         what = (f"{row.kernel} {row.tile} {row.dtype} {row.precision} B {row.b_layout} "
                 f"D {row.epilogue}")
-        if row.kernel == "plain" and row.shared > H100_SMEM:
-            found.append(f"{what}: {row.shared} bytes of shared memory, over the H100's "
-                         f"{H100_SMEM}")
-        if row.bm >= 64 and ("HGMMA" not in row.mma or "HMMA" in row.mma):
+        arch = ARCHS[row.arch]
+        if row.kernel == "plain" and row.shared > arch.smem:
+            found.append(f"{what}: {row.shared} bytes of shared memory, over {row.arch}'s "
+                         f"{arch.smem}")
+        if (arch.wgmma and row.bm >= 64
+                and ("HGMMA" not in row.mma or "HMMA" in row.mma)):
             found.append(f"{what}: tensor-core instructions {row.mma or 'none'}, want HGMMA only")
-        if row.bm < 64 and "MMA" not in row.mma:
+        elif "MMA" not in row.mma:
             found.append(f"{what}: no tensor-core instruction")
         if _SERIALISED.search(row.warnings):
             found.append(f"{what}: {row.warnings}")
@@ -292,12 +312,13 @@ def markdown(df: pd.DataFrame) -> str:
         spill_max=("spill_stores", "max"), spilling=("spill_stores", spilling),
         mma=("mma", lambda s: " ".join(sorted(set(" ".join(s).split())))),
         warnings=("warnings", lambda s: "; ".join(sorted({w for w in s if w}))))
-    return ("# triton_gemm's tensor-core kernels on sm_90a, compiled offline\n\n"
+    arch = df.arch.iloc[0]
+    return (f"# triton_gemm's tensor-core kernels on {arch}, compiled offline\n\n"
             f"triton {triton.__version__}, ptxas {triton.knobs.nvidia.ptxas.version}, "
-            "`python3 perf/sm90_audit.py`. Each row is the worst case over a config's "
-            "epilogues (none, a D, a one-row D), C stores (persistent: TMA or pointer), B "
-            "layouts (plain: row-major or K-major) and half-width tail; `spilling` names the "
-            "cases that spill registers.\n\n"
+            f"`python3 perf/sass_audit.py --arch {arch}`. Each row is the worst case over a "
+            "config's epilogues (none, a D, a one-row D), C stores (persistent: TMA or "
+            "pointer), B layouts (plain: row-major or K-major) and half-width tail; "
+            "`spilling` names the cases that spill registers.\n\n"
             + summary.reset_index().to_markdown(index=False) + "\n")
 
 
@@ -306,10 +327,12 @@ def _csv_list(text: str) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="perf/sm90_audit.py",
+    parser = argparse.ArgumentParser(prog="perf/sass_audit.py",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kernel", default=",".join(KERNELS),
-                        help=f"comma-separated kernels, of {', '.join(KERNELS)} (default: both)")
+    parser.add_argument("--arch", default="sm_90a", choices=list(ARCHS))
+    parser.add_argument("--kernel", default="",
+                        help=f"comma-separated kernels, of {', '.join(KERNELS)} (default: "
+                             "those the arch compiles)")
     parser.add_argument("--family", default=",".join(dict.fromkeys([*VARIANTS, *PLAIN_VARIANTS])),
                         help="comma-separated config families (default: all)")
     parser.add_argument("--tile", default="",
@@ -317,19 +340,21 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 on a problem found")
     parser.add_argument("--table", action="store_true",
                         help="print configs.PERSISTENT_SMEM's entries as measured")
-    parser.add_argument("--out", type=Path, default=ROOT / "perf" / "results" / "sm90-offline")
+    parser.add_argument("--out", type=Path, default=ROOT / "perf" / "results" / "sass-offline")
     args = parser.parse_args(argv)
-    kernels, families = _csv_list(args.kernel), _csv_list(args.family)
-    unknown = sorted(set(kernels) - set(KERNELS)) + sorted(
+    arch = ARCHS[args.arch]
+    kernels = _csv_list(args.kernel) or list(arch.kernels)
+    families = _csv_list(args.family)
+    unknown = sorted(set(kernels) - set(arch.kernels)) + sorted(
         set(families) - set(VARIANTS) - set(PLAIN_VARIANTS))
     if unknown:
-        parser.error(f"unknown kernel or family {', '.join(unknown)}")
-    df = audit(kernels, families, set(_csv_list(args.tile)) or None)
+        parser.error(f"unknown kernel or family for {args.arch}: {', '.join(unknown)}")
+    df = audit(kernels, families, set(_csv_list(args.tile)) or None, args.arch)
     if df.empty:
         parser.error("no config of these kernels and families has such a name")
     args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "sm90_audit.csv", index=False)
-    (args.out / "sm90_audit.md").write_text(markdown(df))
+    df.to_csv(args.out / f"{args.arch}.csv", index=False)
+    (args.out / f"{args.arch}.md").write_text(markdown(df))
     if args.table:
         print(smem_table(df))
     found = problems(df)
