@@ -163,6 +163,38 @@ def test_empty_dimensions(dtype):
     assert tg.matmul(randn(0, 3, 4, dtype=dtype), randn(4, 2, dtype=dtype)).shape == (0, 3, 2)
 
 
+# Operand shapes with a zero-sized dimension on the batched and folded paths, where a
+# reshape cannot infer a size (K or N of 0 made reshape(-1, ...) raise).
+EMPTY_BATCHED = [((2, 3, 0), (0, 4)), ((2, 3, 4), (4, 0)), ((3,), (2, 3, 0)),
+                 ((2, 1, 3, 0), (4, 0, 5)), ((2, 0, 3), (2, 3, 4)), ((0,), (0,))]
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("shapes", EMPTY_BATCHED, ids=str)
+def test_empty_dimensions_on_batched_operands(dtype, shapes):
+    """As torch.matmul: the result's shape, zeros where K is 0, and out= filled."""
+    a, b = randn(*shapes[0], dtype=dtype), randn(*shapes[1], dtype=dtype)
+    ref = torch.matmul(a.double().cpu(), b.double().cpu()).to(dtype)
+    assert torch.equal(tg.matmul(a, b).cpu(), ref)
+    out = torch.full(ref.shape, float("nan"), dtype=dtype, device=DEVICE)
+    assert tg.matmul(a, b, out=out) is out and torch.equal(out.cpu(), ref)
+
+
+@requires_kernels
+@pytest.mark.parametrize("lead,k,n", [((3,), 0, 5), ((2, 3), 0, 5), ((2, 0), 4, 5),
+                                      ((3,), 4, 0)], ids=str)
+def test_linear_with_empty_dimensions(lead, k, n):
+    """As F.linear: zero in_features gives the bias alone, zero rows or outputs an empty
+    result; a mismatched empty K names both shapes."""
+    x, w, bias = randn(*lead, k), randn(n, k), randn(n)
+    ref = torch.nn.functional.linear(x.double().cpu(), w.double().cpu(), bias.double().cpu())
+    out = tg.linear(x, w, bias)
+    assert out.shape == ref.shape and torch.equal(out.cpu().double(), ref)
+    with pytest.raises(ValueError, match=r"shapes cannot be multiplied \(6x0 and 3x5\)"):
+        tg.linear(randn(2, 3, 0), randn(5, 3))
+
+
 @requires_kernels
 def test_nan_and_inf_propagate_like_torch():
     a, b = randn(6, 8), randn(8, 5)

@@ -307,3 +307,20 @@ def test_unsupported_autocast_dtype_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(torch, "get_autocast_dtype", lambda device_type: torch.float64)
     with pytest.raises(TypeError, match="autocast dtype torch.float64 is not supported"):
         tg.linear(torch.ones(2, 3, device=DEVICE), torch.ones(4, 3, device=DEVICE))
+
+
+@requires_kernels
+@pytest.mark.parametrize("lead,k,n", [((3,), 0, 5), ((2, 0), 4, 5), ((2, 3), 4, 0)], ids=str)
+def test_linear_gradients_with_empty_dimensions(lead, k, n):
+    """Zero in_features, rows or out_features: gradients of every argument as torch's
+    (zeros, or the summed output gradient for the bias)."""
+    x, w, bias = (randn(*shape).requires_grad_() for shape in ((*lead, k), (n, k), (n,)))
+    out = tg.linear(x, w, bias, precision="ieee")
+    grad = randn(*out.shape)
+    got = torch.autograd.grad(out, (x, w, bias), grad)
+    leaves = [t.detach().double().cpu().requires_grad_() for t in (x, w, bias)]
+    ref = torch.nn.functional.linear(*leaves)
+    want = torch.autograd.grad(ref, leaves, grad.double().cpu())
+    for g, r in zip(got, want, strict=True):
+        assert g.shape == r.shape
+        assert torch.allclose(g.double().cpu(), r, atol=1e-5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
@@ -272,10 +273,13 @@ def matmul(input, other, *, precision=None, out=None):
     dest = None if out is None else _destination("matmul", out, shape, (input, other))
     if b.dim() == 2 and a.dim() > 2:
         # Fold A's batch into M (one big GEMM; reshape copies only if the view can't fold).
-        c = _mm3(a.reshape(1, -1, k), b.unsqueeze(0), precision=prec, out=dest)
+        # Sizes spelled out, not -1: a reshape cannot infer a size when K or N is 0.
+        c = _mm3(a.reshape(1, math.prod(a.shape[:-1]), k), b.unsqueeze(0), precision=prec,
+                 out=dest)
     else:
-        a3 = a.expand(*batch_shape, m, k).reshape(-1, m, k)
-        b3 = b.expand(*batch_shape, k, n).reshape(-1, k, n)
+        batch = math.prod(batch_shape)
+        a3 = a.expand(*batch_shape, m, k).reshape(batch, m, k)
+        b3 = b.expand(*batch_shape, k, n).reshape(batch, k, n)
         c = _mm3(a3, b3, precision=prec, out=dest)
     return _deliver(c.reshape(shape), out, dest)
 
@@ -357,7 +361,8 @@ def linear(input, weight, bias=None, *, activation=None, precision=None):
     n, k = weight.shape
     if input.shape[-1] != k:
         raise ArgumentValueError("linear(): input and weight.T shapes cannot be multiplied "
-                                 f"({_shape_str(input.reshape(-1, input.shape[-1]))} and {k}x{n})")
+                                 f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
+                                 f"{k}x{n})")
     if bias is not None and bias.shape not in ((n,), ()):
         raise ArgumentValueError(f"linear(): 'bias' must have shape ({n},) to match weight's "
                                  f"out_features, got {tuple(bias.shape)}")

@@ -14,6 +14,7 @@ keeping it from the forward (no extra memory for activations).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Optional
 
 import torch
@@ -162,13 +163,14 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
 
 def _linear(x, weight, bias, precision, activation, product):
     n, k = weight.shape
+    rows = math.prod(x.shape[:-1])  # not -1 in the reshapes: no size is inferred when K is 0
     if product is gemm_impl:
         # One product on 2-D views: no batch views to make (~1 us of host time each).
-        c = gemm_impl(x.reshape(-1, k), weight.t(), bias, 1.0,
+        c = gemm_impl(x.reshape(rows, k), weight.t(), bias, 1.0,
                       1.0 if bias is not None else 0.0, precision, activation)
         return c.reshape(*x.shape[:-1], n)
-    a = x.reshape(1, -1, k)
-    d = None if bias is None else bias.expand(1, a.shape[1], n)
+    a = x.reshape(1, rows, k)
+    d = None if bias is None else bias.expand(1, rows, n)
     c = product(a, weight.t().unsqueeze(0), d, 1.0, 1.0 if bias is not None else 0.0,
                 precision, activation)
     return c.reshape(*x.shape[:-1], n)
@@ -189,8 +191,9 @@ class _EagerLinear(torch.autograd.Function):
     def backward(ctx, grad):
         x, weight, bias = ctx.saved_tensors
         n, k = weight.shape
-        a = x.reshape(1, -1, k)
-        grad = grad.reshape(1, -1, n)
+        rows = math.prod(x.shape[:-1])
+        a = x.reshape(1, rows, k)
+        grad = grad.reshape(1, rows, n)
         if ctx.activation != "none":
             z = _linear(x, weight, bias, ctx.precision, "none", apply).reshape(grad.shape)
             grad = (grad.float() * derivative(ctx.activation, z)).to(grad.dtype)
