@@ -632,9 +632,9 @@ def test_persistent_family_by_shape():
     half = torch.float16
     assert configs.persistent_family(half, False, 128, 4096, 132) == "half_mid"
     assert configs.persistent_family(torch.bfloat16, False, 256, 4096, 132) == "half_mid"
-    # 16-bit: fewer 128x128 tiles than SMs at any M (1000^3: 64 tiles).
-    assert configs.persistent_family(half, False, 257, 4096, 132) == "half_mid"
-    assert configs.persistent_family(half, False, 1000, 1000, 132) == "half_mid"
+    # Past MID_M_MAX rows, "half" even with fewer tiles than SMs (1000^3: 64 tiles).
+    assert configs.persistent_family(half, False, 257, 4096, 132) == "half"
+    assert configs.persistent_family(half, False, 1000, 1000, 132) == "half"
     assert configs.persistent_family(half, False, 1024, 2176, 132) == "half"  # 136 tiles
     assert configs.persistent_family(half, False, 2048, 2048, 132) == "half"  # 256 tiles
     assert configs.persistent_family(torch.float32, False, 1000, 1000, 132) == "tf32"

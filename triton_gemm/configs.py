@@ -174,24 +174,24 @@ MID_M_MAX = 256
 
 
 def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int) -> str:
-    """The persistent config family of a product: "split" for staged tf32 halves; for fp32
-    operands "tf32_mid" with at most MID_M_MAX rows and fewer 128x128 tiles than SMs, else
-    "tf32"; for 16-bit ones "half_mid" with fewer 128x128 tiles than SMs at any M, else
-    "half". Measured on dispatch's mid-M products (weights of 4096^2 and up).
+    """The persistent config family of a product: "split" for staged tf32 halves, else
+    "tf32_mid" / "half_mid" (fp32 / 16-bit operands) with at most MID_M_MAX rows and fewer
+    128x128 tiles than SMs, else "tf32" / "half". Measured on dispatch's mid-M products
+    (weights of 4096^2 and up).
 
-    16-bit products of more rows reach the kernel with so few tiles only unpadded, on
-    16-byte rows (dispatch._tma_direct: 1000^3 fp16, 64 tiles of 128x128 on 132 SMs), where
-    "half"'s smallest tile, 128x128, leaves half the SMs idle. A probe persistent kernel on
-    the H100 (CUDA-graph time, us): 1000^3 128x128x64 10.3 (cuBLAS 8.5), 1024^3 128x64x64
-    6.2 (5.7); the report's 1000^3 fp16 on p_128x128x64 11.9 (cuBLAS 8.4). The mid tiles on
-    1000^3 itself: not yet timed. tf32's own family has a 128x64 tile (pt_128x64x32, 1000^3
-    tf32 0.96x cuBLAS in GPU time), so fp32 products keep the M rule."""
+    Not extended to larger 16-bit products with so few tiles (1000^3 fp16 reaches the
+    kernel unpadded on 16-byte rows: 64 tiles of 128x128 on 132 SMs). Both rules in one
+    process on the H100 (bench.time_ms eager, L2 flushed / CUDA graph, us; cuBLAS 12.3 / 8.3):
+    fp16 mid tiles (pm_128x64x64_s8) 14.3 / 11.4 against this rule's p_128x128x64_w4 15.0 /
+    11.1; bf16 (pm_128x64x128) 14.0 / 10.7 against p_128x128x64 16.3 / 11.2; two report
+    runs of the mid tiles read 11.2-13.2 us of GPU time. No consistent gain, and four more
+    configs to tune."""
     if split:
         return "split"
-    few_tiles = -(-m // 128) * -(-n // 128) < sms
+    mid = m <= MID_M_MAX and -(-m // 128) * -(-n // 128) < sms
     if dtype not in (torch.float16, torch.bfloat16):
-        return "tf32_mid" if few_tiles and m <= MID_M_MAX else "tf32"
-    return "half_mid" if few_tiles else "half"
+        return "tf32_mid" if mid else "tf32"
+    return "half_mid" if mid else "half"
 
 
 # The split-K kernel (kernels/splitk.py): (name, BM, BN, BK, SPLIT, num_warps, num_stages).
