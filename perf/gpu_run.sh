@@ -62,6 +62,7 @@ while [ $# -gt 0 ]; do
             status=$((status | ${PIPESTATUS[0]})) ;;
         overhead)
             { python3 perf/overhead.py --shape 256,256,256 --profile
+              python3 perf/overhead.py --shape 1000,1000,1000 --profile
               python3 perf/overhead.py --shape 2048,2048,2048
               python3 perf/overhead.py --shape 16,8192,8192 --nt
               python3 perf/overhead.py --shape 128,128,65536; } > "$out/overhead.log" 2>&1
