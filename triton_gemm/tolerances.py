@@ -7,7 +7,8 @@ report, K up to 28672; interpreter figures from the CPU suite):
 - ieee: fp32 rounding, 1e-7 (interpreter) to 3.1e-6 (H100, K = 28672).
 - tf32x3: 2.4e-7 at 4096^3, 5.5e-7 at K = 28672 (H100). 1e-5 still fails any lost or
   doubled tile.
-- tf32: 7.7e-4 to 9.1e-4 (H100; cuBLAS tf32: 2.9e-4).
+- tf32: 7.7e-4 to 9.1e-4 (H100; cuBLAS tf32: 2.9e-4). The tensor core truncates fp32
+  operands to tf32 where cuBLAS rounds them (float64 emulation at 2048^3: 7.7e-4 / 2.9e-4).
 - float16: 2.1e-4 to 2.2e-4 (output rounding dominates; 2^-11 unit roundoff).
 - bfloat16: 1.7e-3 on the H100, 3.4e-3 under the interpreter (its bf16 store truncates);
   2^-8 unit roundoff.
