@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call, logs under $OUT:
-#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [plans] [overhead] [tune_time] [transformer] [quick] [report ARGS...]
+#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [plans] [overhead] [tune_time] [transformer] [accuracy] [quick] [report ARGS...]
 # tests: the GPU pytest suite (TESTS="paths" for a part of it); sanitize: compute-sanitizer memcheck over the CUDA ladder;
 # simt: the warp-tiled SIMT kernel sweep (perf/tune_simt.py); ncu_simt: Nsight Compute of ladder
 # step 9 and triton_gemm ieee beside cuBLAS SGEMM at 4096^3 (perf/profile_simt.py, executed
 # instructions per opcode included), and the CUDA ladder's SASS;
 # plans: perf/plans.py for each PLANS="M,N,K,LAYOUT:PRECISIONS ..." entry (every dispatch path
 # of the shape beside cuBLAS);
-# overhead: host cost per eager call (perf/overhead.py); tune_time: first-call tuning time and its reuse by a second process (perf/tune_time.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
+# overhead: host cost per eager call (perf/overhead.py); accuracy: fp32 precisions on N(0,1) and U(0,1) data (perf/accuracy.py); tune_time: first-call tuning time and its reuse by a second process (perf/tune_time.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$(mktemp -d)}"
@@ -70,6 +70,9 @@ while [ $# -gt 0 ]; do
         transformer)
             python3 perf/transformer.py > "$out/transformer.log" 2>&1
             status=$((status | $?)); cat "$out/transformer.log" ;;
+        accuracy)
+            python3 perf/accuracy.py > "$out/accuracy.log" 2>&1
+            status=$((status | $?)); cat "$out/accuracy.log" ;;
         quick)
             python3 perf/report.py --quick --out "$out/report" 2>&1 \
                 | tee "$out/report.log" | tail -60

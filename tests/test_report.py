@@ -187,3 +187,16 @@ def test_gpu_timing_flushes_more_than_l2_and_times_each_call():
     ms = bench.gpu_median_ms(sleep, rep_ms=5, warmup_ms=1)
     assert 0.02 < ms < 0.5
     assert len(calls) >= 5 + 1 + 5  # sizing calls, warm-up, at least 5 timed
+
+
+def test_accuracy_script_lays_out_operands_and_needs_a_gpu():
+    """perf/accuracy.py: operands in the case's layout; without CUDA it exits saying why."""
+    from perf import accuracy
+    a, b = accuracy.operands(suites.Case(6, 5, 4, "nt"), torch.rand, "cpu")
+    assert a.shape == (6, 4) and b.shape == (4, 5) and b.stride() == (1, 4)
+    assert (a >= 0).all() and (b >= 0).all()
+    if torch.cuda.is_available():
+        return
+    with pytest.raises(SystemExit, match="CUDA GPU"):
+        accuracy.main([])
+

@@ -325,7 +325,7 @@ def _fringe_core(m: int, n: int, sms: int, cut_rows: bool) -> tuple | None:
 
 # Below this K, cuBLAS SGEMM's own error (2.1e-7 at K = 512, report) is under the split
 # kernel's floor (2.5e-7, kernels/persistent.hi_flush_k): the in-loop split keeps tf32x3 no
-# less accurate than SGEMM there (2.0e-7 at 512^3).
+# less accurate than SGEMM there (2.0e-7 at 512^3) on N(0,1) data.
 SPLIT_TF32_MIN_K = 1024
 
 # Staged tf32 halves against the in-loop split, H100 (perf/plans.py, tile_probe.py, report):

@@ -278,6 +278,15 @@ def half_tail_tiles(num_tiles, NUM_SMS: tl.constexpr):
 # GPU test). 256 lost to cuBLAS at 3072x3072x4096 (6.4e-7 against 5.7e-7), so 128 from
 # K = 2048 (3.6e-7 against cuBLAS's lowest there, 4.9e-7) and 64 below (2.1-2.5e-7 against
 # 5.7e-7; dispatch.SPLIT_TF32_MIN_K keeps K < 1024 off this kernel).
+# Those figures are N(0,1) data, where the truncations' errors cancel. On U(0,1) data (every
+# product positive) they add up, and the interval matters more (perf/accuracy.py --flush,
+# H100; cuBLAS SGEMM on the same inputs in brackets): 64 / 128 / 256 K 3072x3072x4096 2.8e-7 /
+# 6.2e-7 / 1.4e-6 (2.2e-7), 3072x3072x8192 3.0e-7 / 6.2e-7 / 1.4e-6 (2.7e-7), 4096^3 2.8e-7 /
+# 6.2e-7 / 1.4e-6 (8.4e-7). 64 from K = 2048 would halve that error for a cost in speed
+# that measured 3-5% at 4096^3 (perf/accuracy.py --time: 1.379 / 1.410 ms against 1.337 /
+# 1.336) and 3-14% over the report's split-kernel rows (8192x28672x8192 nt 38.8 ms against
+# 34.1): with it tf32x3 fell to 1.88-1.97x SGEMM at 4096^3-8192^3, and still lost to SGEMM on
+# one-signed data (2.8e-7 against 2.2e-7). So 128 stays; README "Which precision" has both.
 def hi_flush_k(k: int) -> int:
     return 128 if k >= 2048 else 64
 
