@@ -122,6 +122,53 @@ def test_replay_builds_descriptors_around_the_new_operands(monkeypatch):
     assert new_b.base.data_ptr() == b2.data_ptr() + 16 and new_b.shape == (3, 4)
     assert new_a.padding == new_b.padding == "zero"
     assert unused is None and new_out is out2
+    # Without encodings from the recording (this fake's launches have none) there is no
+    # cache; run_kernel's recordings carry one dict per descriptor argument.
+    assert new_a.encoded is None
+
+
+def test_replayed_descriptors_are_encoded_once_per_base_address():
+    """cached_encoder: a replayed launch's descriptor argument is encoded (triton's
+    make_tensordesc_arg, cuTensorMapEncodeTiled) once per base address and then reused;
+    first-launch TensorDescriptors and metadata-less calls are encoded every time; a full
+    cache starts over."""
+    calls = []
+
+    def encode(arg, metadata):
+        calls.append(arg.base.data_ptr())
+        return [("tensor map", arg.base.data_ptr()), *arg.shape, *arg.strides]
+
+    make_arg = common.cached_encoder(encode)
+    cache = {}
+    a, b = torch.zeros(4, 4), torch.zeros(4, 4)
+
+    def replayed(t):
+        return common._ReplayDescriptor(t, (4, 4), (4, 1), "zero", cache)
+    first = make_arg(replayed(a), {"swizzle": 128})
+    assert make_arg(replayed(a), {"swizzle": 128}) is first
+    assert make_arg(replayed(b), {"swizzle": 128})[0] == ("tensor map", b.data_ptr())
+    assert calls == [a.data_ptr(), b.data_ptr()]
+    planned = TensorDescriptor(a, [4, 4], [4, 1], [4, 4])
+    make_arg(planned, {"swizzle": 128})
+    make_arg(planned, {"swizzle": 128})
+    make_arg(replayed(a), None)
+    assert calls[2:] == [a.data_ptr()] * 3
+    cache.clear()
+    cache.update({i: [] for i in range(common.ENCODED_MAX)})  # full, a not in it
+    make_arg(replayed(a), {"swizzle": 128})
+    assert list(cache) == [a.data_ptr()] and calls[-1] == a.data_ptr()
+
+
+def test_cached_encoder_wraps_triton_once(monkeypatch):
+    """Installing twice (a re-import) wraps triton's encoder once."""
+    from triton.backends.nvidia import driver as nvidia_driver
+
+    def encode(arg, metadata):
+        return []
+    monkeypatch.setattr(nvidia_driver, "make_tensordesc_arg", encode)
+    common._install_cached_encoder()
+    common._install_cached_encoder()
+    assert nvidia_driver.make_tensordesc_arg.uncached is encode
 
 
 def test_signature_separates_alignment_strides_and_scalars():

@@ -6,7 +6,7 @@ import contextlib
 import functools
 import os
 import threading
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import torch
 import triton
@@ -145,8 +145,10 @@ def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
                      compiled.packed_metadata, None, None, None, *args, *constexpr_values)
     record_to = getattr(_local, "capture", None)
     if record_to is not None:
-        record_to.launches.append(Launch(compiled, grid, tensors, args[pointers:],
-                                         constexpr_values, _geometries(tensors)))
+        geometries = _geometries(tensors)
+        record_to.launches.append(Launch(
+            compiled, grid, tensors, args[pointers:], constexpr_values, geometries,
+            tuple(None if g is None else {} for g in geometries)))
 
 
 def _specialisation(arg):
@@ -176,11 +178,63 @@ class _Address(int):
 
 
 class _ReplayDescriptor(NamedTuple):
-    """The fields of a TensorDescriptor triton's launcher reads to encode a TMA descriptor."""
+    """The fields of a TensorDescriptor triton's launcher reads to encode a TMA descriptor,
+    and the encodings of its launch argument so far (cached_encoder)."""
     base: object       # has data_ptr()
     shape: tuple
     strides: tuple
     padding: str
+    encoded: Optional[dict] = None  # base address -> triton's encoded argument
+
+
+# Encodings kept per descriptor argument of a recorded launch; past this it starts over.
+# Replays rotate through few base addresses (torch's caching allocator hands the same blocks
+# back), so a handful is the working set.
+ENCODED_MAX = 64
+
+
+def cached_encoder(encode):
+    """triton's make_tensordesc_arg (encode(arg, metadata): the launcher's TMA descriptor
+    argument, cuTensorMapEncodeTiled inside), reusing the encoding of a replayed launch's
+    descriptor whose base address it has seen: its shape, strides, padding and block (the
+    compiled kernel's metadata) are those of its launch, so the address decides the bytes.
+    Other arguments are encoded afresh.
+
+    Why: a replayed 1000^3 fp16 matmul on the H100 machine spent 42 us of host time, 5 x 5.8
+    us of it in this function (perf/overhead.py --profile: 3.1 us of each in
+    fill_tma_descriptor); torch.matmul took 13.5 us. With the cache, host us per call
+    (perf/overhead.host_us, cached against uncached in turns, three rounds, on a host whose
+    torch.matmul moved between 17 and 56 us): triton_gemm.matmul 1000^3 fp16 62-71 against
+    76-81, 2048x2048x256 36-44 against 49-54."""
+    def make_tensordesc_arg(arg, metadata):
+        cache = getattr(arg, "encoded", None)
+        if cache is None or metadata is None:
+            return encode(arg, metadata)
+        key = arg.base.data_ptr()
+        hit = cache.get(key)
+        if hit is None:
+            if len(cache) >= ENCODED_MAX:
+                cache.clear()
+            hit = cache[key] = encode(arg, metadata)
+        return hit
+    make_tensordesc_arg.uncached = encode
+    return make_tensordesc_arg
+
+
+def _install_cached_encoder() -> None:
+    """Put cached_encoder in front of triton's make_tensordesc_arg, which its launchers look up
+    by name at each launch (triton 3.6, NVIDIA backend); nothing where that is absent."""
+    try:
+        from triton.backends.nvidia import driver as nvidia_driver
+    except ImportError:
+        return
+    encode = getattr(nvidia_driver, "make_tensordesc_arg", None)
+    if callable(encode) and not hasattr(encode, "uncached"):
+        nvidia_driver.make_tensordesc_arg = cached_encoder(encode)
+
+
+if not INTERPRETER:
+    _install_cached_encoder()
 
 
 class Launch(NamedTuple):
@@ -191,14 +245,17 @@ class Launch(NamedTuple):
     scalars: tuple         # the other runtime arguments
     constexprs: tuple      # constexpr values in parameter order (the launcher takes them)
     geometries: tuple = ()  # _geometries(tensors): () when none is a descriptor
+    encoded: tuple = ()    # per descriptor argument, its encodings (cached_encoder), else None
 
     def run(self, tensors, stream) -> None:
         """Launch on new leading arguments: tensors, addresses (ints) or None, in order; a
-        descriptor's place takes its new base, and the descriptor is built around it."""
+        descriptor's place takes its new base, and the descriptor is built around it (or
+        reused, where this launch has encoded one around that base before)."""
         if self.geometries:
+            caches = self.encoded or (None,) * len(self.geometries)
             tensors = [t if g is None or t is None else _ReplayDescriptor(
-                t if hasattr(t, "data_ptr") else _Address(t), *g)
-                for t, g in zip(tensors, self.geometries)]
+                t if hasattr(t, "data_ptr") else _Address(t), *g, cache)
+                for t, g, cache in zip(tensors, self.geometries, caches)]
         compiled = self.compiled
         compiled.run(self.grid[0], self.grid[1], self.grid[2], stream, compiled.function,
                      compiled.packed_metadata, None, None, None, *tensors, *self.scalars,
