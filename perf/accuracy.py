@@ -41,17 +41,6 @@ SPLIT_CASES = (Case(2560, 2560, 2048), Case(3072, 3072, 4096), Case(4096, 4096, 
 DATA = {"N(0,1)": torch.randn, "U(0,1)": torch.rand}
 
 
-def operands(case: Case, gen, device: str = "cuda"):
-    """(A, B) for a case from gen (torch.randn or torch.rand), in its "nn"/"nt"/"tn"/"tt"
-    layout."""
-    def make(rows, cols, transposed):
-        if transposed:
-            return gen(cols, rows, device=device).t()
-        return gen(rows, cols, device=device)
-    return (make(case.m, case.k, case.layout[0] == "t"),
-            make(case.k, case.n, case.layout[1] == "t"))
-
-
 def errors(a, b, precisions) -> dict:
     """Relative error of cuBLAS SGEMM and of triton_gemm at each precision."""
     ref = a.double() @ b.double()
@@ -88,7 +77,8 @@ def main(argv=None) -> None:
     if args.flush is None:
         for case in PATH_CASES:
             for data, gen in DATA.items():
-                e = errors(*operands(case, gen), ("tf32x3", "ieee"))
+                e = errors(*bench.make_operands(case, torch.float32, "cuda", gen=gen)[0],
+                           ("tf32x3", "ieee"))
                 verdict = "<=" if e["tf32x3"] <= e["cublas"] else "> "
                 print(f"{case.label:18s} {data}  cuBLAS {e['cublas']:.2e}  tf32x3 "
                       f"{e['tf32x3']:.2e} {verdict} cuBLAS ({e['tf32x3 config']})  ieee "
@@ -99,7 +89,7 @@ def main(argv=None) -> None:
     try:
         for case in SPLIT_CASES:
             for data, gen in DATA.items():
-                a, b = operands(case, gen)
+                a, b = bench.make_operands(case, torch.float32, "cuda", gen=gen)[0]
                 row = []
                 for k in intervals:
                     set_flush(k)

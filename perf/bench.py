@@ -59,15 +59,17 @@ def cublas_precision(precision: str):
         torch.backends.cuda.matmul.allow_tf32 = before
 
 
-def make_operands(case: Case, dtype: torch.dtype, device: str, l2_bytes: int = 0):
-    """Fresh N(0,1) operand pairs in the case's layout; several pairs when one fits in L2,
-    so timing rotates through them and measures memory, not cache."""
+def make_operands(case: Case, dtype: torch.dtype, device: str, l2_bytes: int = 0,
+                  gen: Callable = torch.randn):
+    """Fresh operand pairs in the case's layout, drawn by gen (N(0,1): torch.randn; U(0,1):
+    torch.rand); several pairs when one fits in L2, so timing rotates through them and
+    measures memory, not cache."""
     per_set = (case.m * case.k + case.k * case.n) * torch.finfo(dtype).bits // 8
     sets = 1 if per_set == 0 else max(1, min(8, -(-2 * l2_bytes // per_set)))
 
     def one():
         def rnd(*shape):
-            return torch.randn(*shape, device=device).to(dtype)
+            return gen(*shape, device=device).to(dtype)
         if case.layout in ("nt", "tn", "tt"):
             a = rnd(case.k, case.m).t() if case.layout[0] == "t" else rnd(case.m, case.k)
             b = rnd(case.n, case.k).t() if case.layout[1] == "t" else rnd(case.k, case.n)

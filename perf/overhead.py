@@ -95,6 +95,19 @@ def main(argv=None) -> None:
 
     def train(linear):
         return lambda: linear(x, w, bias).backward(grad)
+
+    def uncached(fn):
+        """fn with every TMA descriptor encoded afresh (common.cached_encoder bypassed)."""
+        from triton.backends.nvidia import driver as nvidia_driver
+
+        def call():
+            cached = nvidia_driver.make_tensordesc_arg
+            nvidia_driver.make_tensordesc_arg = getattr(cached, "uncached", cached)
+            try:
+                fn()
+            finally:
+                nvidia_driver.make_tensordesc_arg = cached
+        return call
     grad = torch.randn(m, n, device="cuda", dtype=dtype)
     rows = [
         ("torch.matmul (cuBLAS)", lambda: torch.matmul(a, b)),
@@ -104,6 +117,8 @@ def main(argv=None) -> None:
         ("ops.gemm_impl (2-D, as matmul)", lambda: ops.gemm_impl(a, b, None, 1.0, 0.0, prec)),
         ("ops.gemm_impl (batch of 1)", lambda: ops.gemm_impl(a3, b3, None, 1.0, 0.0, prec)),
         ("launch_cache.run (replay)", lambda: launch_cache.run(a3, b3, out, precision=prec)),
+        ("replay, descriptors encoded", uncached(
+            lambda: launch_cache.run(a3, b3, out, precision=prec))),
         ("torch.nn.functional.linear", lambda: torch.nn.functional.linear(a, w.detach())),
         ("triton_gemm.linear, no grad", lambda: triton_gemm.linear(a, w.detach())),
         ("dispatch.run", lambda: dispatch.run(a3, b3, out, precision=prec)),

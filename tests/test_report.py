@@ -189,14 +189,17 @@ def test_gpu_timing_flushes_more_than_l2_and_times_each_call():
     assert len(calls) >= 5 + 1 + 5  # sizing calls, warm-up, at least 5 timed
 
 
-def test_accuracy_script_lays_out_operands_and_needs_a_gpu():
-    """perf/accuracy.py: operands in the case's layout; without CUDA it exits saying why."""
-    from perf import accuracy
-    a, b = accuracy.operands(suites.Case(6, 5, 4, "nt"), torch.rand, "cpu")
+def test_one_signed_operands_in_every_layout():
+    """make_operands(gen=torch.rand): perf/accuracy.py's U(0,1) data, laid out as asked."""
+    a, b = bench.make_operands(suites.Case(6, 5, 4, "nt"), torch.float32, "cpu",
+                               gen=torch.rand)[0]
     assert a.shape == (6, 4) and b.shape == (4, 5) and b.stride() == (1, 4)
-    assert (a >= 0).all() and (b >= 0).all()
-    if torch.cuda.is_available():
-        return
+    assert (a >= 0).all() and (b >= 0).all() and (a > 0).any()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message without a GPU")
+def test_accuracy_script_says_it_needs_a_gpu():
+    from perf import accuracy
     with pytest.raises(SystemExit, match="CUDA GPU"):
         accuracy.main([])
 

@@ -283,10 +283,11 @@ def half_tail_tiles(num_tiles, NUM_SMS: tl.constexpr):
 # H100; cuBLAS SGEMM on the same inputs in brackets): 64 / 128 / 256 K 3072x3072x4096 2.8e-7 /
 # 6.2e-7 / 1.4e-6 (2.2e-7), 3072x3072x8192 3.0e-7 / 6.2e-7 / 1.4e-6 (2.7e-7), 4096^3 2.8e-7 /
 # 6.2e-7 / 1.4e-6 (8.4e-7). 64 from K = 2048 would halve that error for a cost in speed
-# that measured 3-5% at 4096^3 (perf/accuracy.py --time: 1.379 / 1.410 ms against 1.337 /
-# 1.336) and 3-14% over the report's split-kernel rows (8192x28672x8192 nt 38.8 ms against
-# 34.1): with it tf32x3 fell to 1.88-1.97x SGEMM at 4096^3-8192^3, and still lost to SGEMM on
-# one-signed data (2.8e-7 against 2.2e-7). So 128 stays; README "Which precision" has both.
+# that measured 3-5% at 4096^3 (perf/accuracy.py --time, one run: 1.379 / 1.410 ms against
+# 1.337 / 1.336), and a report run of the split-kernel rows at 64 read 3-14% slower than the
+# committed 128-K rows of an earlier run (8192x28672x8192 nt 38.8 ms against 34.1; 4096^3
+# 1.97x SGEMM against 2.01x; 8192^3 1.88x both); it still lost to SGEMM on one-signed data
+# (2.8e-7 against 2.2e-7). So 128 stays; README "Which precision" has both.
 def hi_flush_k(k: int) -> int:
     return 128 if k >= 2048 else 64
 
