@@ -114,6 +114,14 @@ _PERSISTENT_TILES = {
         ("p_128x256x64_s2", 128, 256, 64, 8, 2, False),
         ("p_128x128x64", 128, 128, 64, 8, 4, False),
         ("p_128x128x64_w4", 128, 128, 64, 4, 4, False),
+        # Mid-M products with more 128x128 tiles than SMs (a wide weight): deep K steps,
+        # so a program streams the weight through fewer, larger loads. tile_probe.py, H100,
+        # L2 flushed, 128x28672x8192 nt, us, two runs each: fp16 170.6 / 171.3 against
+        # p_128x256x64_sub 175.2 / 175.2 (cuBLAS 170.2), bf16 170.4 / 171.1 against 174.9
+        # (170.1); the report's llm run then read 1.01x cuBLAS at both against 0.96x / 0.98x.
+        # At 8192x28672x8192 fp16 it lost (6719 against 5024), where wide_when_a_wave does
+        # not tune it.
+        ("p_128x128x128", 128, 128, 128, 8, 3, False),
         # Warp-specialised (WARP_SPECIALIZE: TMA producer warps apart from the dot warps),
         # tile_probe.py, H100, fp16, L2 flushed: 8192^3 1603 us against 1737 for the same
         # tile unspecialised (cuBLAS 1675); 4096^3 208 against 206 (cuBLAS 185).
@@ -287,6 +295,7 @@ PERSISTENT_SMEM = {
     "p_128x256x64_s2": ((163872, 196640, 164384), (131104, 131104, 131104)),
     "p_128x128x64": ((163904, 196672, 163904), (163904, 163904, 163904)),
     "p_128x128x64_w4": ((163904, 172096, 164160), (139328, 139328, 139328)),
+    "p_128x128x128": ((229432, 262200, 229432), (229432, 229432, 229432)),
     "p_128x256x64_sub_ws": ((180280, 180280, 180280), (147512, 147512, 147512)),
     "pm_64x64x128": ((172120, 180312, 172120), (172120, 172120, 172120)),
     "pm_128x64x128": ((213056, 229440, 213056), (213056, 213056, 213056)),
