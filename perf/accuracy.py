@@ -4,6 +4,7 @@ the same inputs: the measurements behind the split kernel's flush interval
 
     python perf/accuracy.py                      # every path, N(0,1) and U(0,1) data
     python perf/accuracy.py --flush 64,128 --time  # the split kernel at other intervals
+    python perf/accuracy.py --hi staged,raw --time  # both hi halves staged, or one raw
 
 Relative Frobenius error against the float64 product of the same inputs. On N(0,1) data
 rounding errors cancel; on U(0,1) data every product is positive, so a rounding that always
@@ -25,7 +26,7 @@ if str(ROOT) not in sys.path:
 from perf import bench  # noqa: E402
 from perf.suites import Case  # noqa: E402
 import triton_gemm  # noqa: E402
-from triton_gemm import launch_cache  # noqa: E402
+from triton_gemm import dispatch, launch_cache  # noqa: E402
 from triton_gemm.kernels import persistent  # noqa: E402
 from triton_gemm.tolerances import rel_error  # noqa: E402
 
@@ -37,7 +38,8 @@ PATH_CASES = (Case(512, 512, 512), Case(1024, 1024, 1024), Case(2048, 2048, 2048
               Case(128, 128, 65536), Case(256, 256, 32768), Case(2048, 11008, 4096, "nt"))
 # Products the split kernel runs (3 and more 128x128 tiles per SM).
 SPLIT_CASES = (Case(2560, 2560, 2048), Case(3072, 3072, 4096), Case(4096, 4096, 4096),
-               Case(3072, 3072, 8192), Case(6144, 6144, 8192))
+               Case(3072, 3072, 8192), Case(6144, 6144, 8192), Case(2048, 11008, 4096, "nt"))
+TIME_CASES = (Case(4096, 4096, 4096), Case(8192, 8192, 8192))
 DATA = {"N(0,1)": torch.randn, "U(0,1)": torch.rand}
 
 
@@ -63,18 +65,32 @@ def set_flush(interval) -> None:
     launch_cache.clear()  # replayed calls would keep the old interval
 
 
+def set_raw_hi(raw: bool) -> None:
+    """Let the split kernel read one operand as given where the library would
+    (dispatch.raw_side), or stage both hi halves."""
+    dispatch.RAW_HI_CAPABILITIES = _RAW_HI_CAPABILITIES if raw else ()
+    launch_cache.clear()
+
+
+_RAW_HI_CAPABILITIES = dispatch.RAW_HI_CAPABILITIES
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="perf/accuracy.py")
     parser.add_argument("--flush", default=None, metavar="K[,K...]",
                         help="compare the split kernel at these flush intervals instead")
+    parser.add_argument("--hi", default=None, metavar="staged,raw",
+                        help="compare the split kernel with both hi halves staged and with "
+                             "one operand read as given (dispatch.raw_side) instead")
     parser.add_argument("--time", action="store_true",
-                        help="with --flush: also time 4096^3 tf32x3 at each interval")
+                        help="with --flush or --hi: also time tf32x3 at 4096^3 and 8192^3 "
+                             "in each variant")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         sys.exit("perf/accuracy.py compares with cuBLAS on a CUDA GPU; none found")
     torch.manual_seed(0)
     print(torch.cuda.get_device_name(), "relative error (cuBLAS SGEMM on the same inputs)")
-    if args.flush is None:
+    if args.flush is None and args.hi is None:
         for case in PATH_CASES:
             for data, gen in DATA.items():
                 e = errors(*bench.make_operands(case, torch.float32, "cuda", gen=gen)[0],
@@ -84,33 +100,36 @@ def main(argv=None) -> None:
                       f"{e['tf32x3']:.2e} {verdict} cuBLAS ({e['tf32x3 config']})  ieee "
                       f"{e['ieee']:.2e}", flush=True)
         return
-    intervals = [int(x) for x in args.flush.split(",")]
+    if args.flush is not None:
+        variants = [(f"{k} K", lambda k=int(k): set_flush(k)) for k in args.flush.split(",")]
+    else:
+        variants = [(hi, lambda raw=hi == "raw": set_raw_hi(raw)) for hi in args.hi.split(",")]
     default = persistent.hi_flush_k
     try:
         for case in SPLIT_CASES:
             for data, gen in DATA.items():
                 a, b = bench.make_operands(case, torch.float32, "cuda", gen=gen)[0]
                 row = []
-                for k in intervals:
-                    set_flush(k)
+                for label, set_variant in variants:
+                    set_variant()
                     e = errors(a, b, ("tf32x3",))
-                    row.append(f"{k} K {e['tf32x3']:.2e}")
+                    row.append(f"{label} {e['tf32x3']:.2e}")
                 print(f"{case.label:18s} {data}  cuBLAS {e['cublas']:.2e}  " + "  ".join(row),
                       flush=True)
-        if args.time:
-            sets = bench.make_operands(Case(4096, 4096, 4096), torch.float32, "cuda",
-                                       50 << 20)
+        for case in TIME_CASES if args.time else ():
+            sets = bench.make_operands(case, torch.float32, "cuda", 50 << 20)
             for round_ in range(2):
                 with bench.cublas_precision("ieee"):
                     row = [f"cuBLAS SGEMM {bench.time_ms(lambda a, b: a @ b, sets, True):.3f}"]
-                for k in intervals:
-                    set_flush(k)
+                for label, set_variant in variants:
+                    set_variant()
                     ms = bench.time_ms(lambda a, b: triton_gemm.matmul(a, b, precision="tf32x3"),
                                        sets, True)
-                    row.append(f"{k} K {ms:.3f}")
-                print(f"4096^3 ms, round {round_ + 1}: " + "  ".join(row), flush=True)
+                    row.append(f"{label} {ms:.3f}")
+                print(f"{case.label} ms, round {round_ + 1}: " + "  ".join(row), flush=True)
     finally:
         set_flush(default)
+        set_raw_hi(True)
 
 
 if __name__ == "__main__":

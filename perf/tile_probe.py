@@ -187,8 +187,8 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
     halves = None
     if precision == "tf32x3":
         def stage():
-            a_hi, b_hi, (a_lo, b_lo) = dispatch.stage(a[None], b[None], dispatch.SPLIT_TF32)
-            return (a_hi, a_lo), (b_hi, b_lo)
+            a_hi, b_hi, lo = dispatch.stage(a[None], b[None], dispatch.SPLIT_TF32)
+            return (a_hi, lo.a), (b_hi, lo.b)
         halves = stage()
         us = bench.gpu_median_ms(stage) * 1e3
         print(f"  {'staging the halves':40s} {us:8.1f} us")

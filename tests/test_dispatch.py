@@ -84,9 +84,10 @@ def test_padded_copies_have_cache_line_rows(dtype, plan):
         assert torch.equal(staged[:, :rows, :cols], src)
         assert not staged[:, rows:].any() and not staged[:, :, cols:].any()
     if halves:
-        (a_lo, b_lo), = halves
-        assert torch.equal(sa[:, :70, :33] + a_lo[:, :70, :33], a)
-        assert torch.equal(sb[:, :33, :35] + b_lo[:, :33, :35], b)
+        lo, = halves
+        assert lo.raw is None  # both halves staged off the H100
+        assert torch.equal(sa[:, :70, :33] + lo.a[:, :70, :33], a)
+        assert torch.equal(sb[:, :33, :35] + lo.b[:, :33, :35], b)
 
 
 def test_fp32_tensor_core_operands_are_staged_k_major_for_large_problems():
@@ -168,6 +169,46 @@ def test_split_tf32_plan_computes_the_product(a_layout, b_layout):
                  force=dispatch.SPLIT_TF32)
     ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
     assert_close(out, ref, torch.float32, "tf32x3", "split halves", operands=(a, b))
+
+
+def test_split_tf32_plan_reads_one_aligned_operand_as_given_where_wgmma_truncates():
+    """dispatch.raw_side: on an H100 (capability 9.0) the split kernel reads one operand
+    as given, contiguous in the layout it reads (A row-major, B K-major) with halves as long
+    as K, the larger where both qualify; elsewhere, and on a CPU, both halves are staged."""
+    h100 = (9, 0)
+    assert dispatch.raw_side(*_ops(256, 512, 1024), 1024, h100) == "a"
+    assert dispatch.raw_side(*_ops(256, 512, 1024, "row", "col"), 1024, h100) == "b"
+    assert dispatch.raw_side(*_ops(512, 256, 1024, "row", "col"), 1024, h100) == "a"
+    assert dispatch.raw_side(*_ops(256, 512, 1024, "col", "row"), 1024, h100) is None
+    a, b = _ops(512, 256, 1000, "row", "col")
+    assert dispatch.raw_side(a, b, dispatch.padded_extent(1000, 4), h100) is None
+    a, b = _ops(512, 256, 1024, "row", "col")
+    assert dispatch.raw_side(a, b, 1024, (8, 0)) is None
+    assert dispatch.raw_side(a, b, 1024, None) is None
+    wide = torch.empty(1, 512, 1056)[:, :, :1024]           # rows longer than K
+    assert dispatch.raw_side(wide, _ops(512, 256, 1024)[1], 1024, h100) is None
+
+
+@requires_kernels
+@pytest.mark.parametrize("a_layout,b_layout", [("row", "row"), ("row", "col")])
+def test_split_tf32_plan_with_an_operand_read_as_given(a_layout, b_layout):
+    """K a multiple of 32 (halves as long as K): on the H100 the stage reads A (nn) or the
+    larger B (nt) as given; the product stays within tf32x3's tolerance on N(0,1) data and
+    within 8e-7 on U(0,1) data (a remainder counted twice or lost is ~2^-11)."""
+    m, n, k = (256, 384, 1024) if DEVICE == "cuda" else (64, 48, 64)
+    a, b = (t.to(DEVICE) for t in _ops(m, n, k, a_layout, b_layout))
+    if DEVICE == "cuda" and torch.cuda.get_device_capability() in dispatch.RAW_HI_CAPABILITIES:
+        assert dispatch.stage(a, b, dispatch.SPLIT_TF32)[2].raw == \
+            ("a" if b_layout == "row" else "b")
+    for fill, bound in ((torch.Tensor.normal_, None), (torch.Tensor.uniform_, 8e-7)):
+        fill(a), fill(b)
+        out = torch.full((1, m, n), float("nan"), device=a.device)
+        dispatch.run(a, b, out, precision="tf32x3", force=dispatch.SPLIT_TF32)
+        ref = a.double() @ b.double()
+        if bound is None:
+            assert_close(out, ref, torch.float32, "tf32x3", "split, one raw", operands=(a, b))
+        else:
+            assert rel_error(out, ref) <= bound
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="compares with cuBLAS SGEMM on the GPU")

@@ -544,6 +544,28 @@ def test_split_copy_gives_tf32_halves_that_sum_to_the_source():
 
 
 @requires_kernels
+def test_remainder_copy_holds_what_a_truncating_tensor_core_drops():
+    """copy.remainder_copy, the lo half of an operand the split kernel reads as given (wgmma
+    drops its low 13 bits): x - trunc(x) rounded to nearest tf32, so trunc(x) + lo is x to
+    within 2^-21 of it; zero padding, and zero for a non-finite x."""
+    from triton_gemm.kernels.copy import remainder_copy
+    src = randn(2, 70, 33) * torch.logspace(-30, 30, 33, device=DEVICE)
+    src[0, 0, :4] = torch.tensor([float("inf"), float("-inf"), float("nan"),
+                                  1 + 2.0**-11 + 2.0**-22]).to(DEVICE)
+    src = src.transpose(1, 2)                               # (2, 33, 70), column-major
+    lo = remainder_copy(src, (2, 40, 80)).cpu()
+    x = src.cpu()
+    trunc = (x.view(torch.int32) & ~0x1FFF).view(torch.float32)
+    finite = torch.isfinite(x)
+    expected = torch.zeros(2, 40, 80)
+    expected[:, :33, :70] = torch.where(finite, _tf32_nearest(x - trunc), 0.0)
+    assert torch.equal(lo, expected)
+    assert (lo.view(torch.int32) & 0x1FFF == 0).all()
+    assert ((trunc + lo[:, :33, :70] - x)[finite].abs() <= x[finite].abs() * 2.0**-21).all()
+    assert lo[0, 3, 0].item() == 2.0**-11 * (1 + 2.0**-10)  # a tie rounds away from zero
+
+
+@requires_kernels
 def test_split_copy_keeps_infinities_and_nans():
     from triton_gemm.kernels.copy import split_copy
     src = torch.tensor([[[float("inf"), float("-inf"), float("nan"), 1.5]]], device=DEVICE)

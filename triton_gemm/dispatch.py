@@ -69,7 +69,7 @@ from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
 from .kernels.common import INTERPRETER
 from .kernels.copy import TILE as COPY_TILE
-from .kernels.copy import padded_copy, padded_copy_with_strip, split_copy
+from .kernels.copy import padded_copy, padded_copy_with_strip, remainder_copy, split_copy
 
 # Elements a leading stride and a masked extent must be multiples of for 16-byte vector
 # loads of every dtype (Triton specialises integer arguments divisible by 16).
@@ -332,7 +332,8 @@ SPLIT_TF32_MIN_K = 1024
 # the split kernel runs 115 TFLOPS on halves (4096^3: 1.341 ms in the report less 146 us of
 # copies; 122-128 with the 256-K flush it had first) against 77 splitting in its K loop;
 # the halves cost 12 bytes per operand element (read 4, write 8) at 2.6-2.8 TB/s (146 us
-# for two 4096 x 4096 operands), the in-loop path's K-major/padded copies 8.
+# for two 4096 x 4096 operands), the in-loop path's K-major/padded copies 8. (An operand
+# read as given, raw_side, costs 8: the estimate keeps 12, measured before it.)
 HALVES_TFLOPS, IN_LOOP_TFLOPS, COPY_BYTES_PER_S = 115e12, 77e12, 2.6e12
 # The halves must save twice what their extra copies cost: 2048x11008x4096 nt was +10% by
 # the estimate at margin 1 and measured 5% slower (1.71x vs 1.79x cuBLAS SGEMM) with the
@@ -346,6 +347,40 @@ HALVES_MARGIN = 2.0
 # 8192x8192x1024 nt (4096) 1.351 vs 1.726 (K >= 4096 with the 256-K flush of the time).
 # Between 1.9 and 3.0 per SM: unmeasured.
 SPLIT_TF32_MIN_TILES_PER_SM = 3
+
+
+class Remainders(NamedTuple):
+    """The lo halves of a split_tf32 plan's operands (stage), and which operand, if any,
+    went as given (raw_side): wgmma reads fp32 operands with their low 13 bits dropped, so
+    that operand is its own hi half and its lo is the dropped part (copy.remainder_copy)."""
+    a: torch.Tensor
+    b: torch.Tensor
+    raw: str | None = None  # "a", "b" or None
+
+
+# Where the hardware drops an fp32 operand's low 13 bits in a tf32 dot: on the H100 tf32
+# errors matched truncated operands, 7.7e-4 emulated against 7.8e-4 measured at 4096^3
+# (rounded: 2.9e-4, as cuBLAS; README "Which precision"). Elsewhere (and in the
+# interpreter, whose dot is full fp32) both halves are staged.
+RAW_HI_CAPABILITIES = ((9, 0),)
+
+
+def raw_side(a: torch.Tensor, b: torch.Tensor, kp: int, capability) -> str | None:
+    """The operand of a split_tf32 plan (batch 1, (1, M, K) A and (1, K, N) B, halves Kp
+    long, on a GPU of this capability, None for none) that the split kernel can read as
+    given instead of a staged hi half: contiguous and TMA-aligned in the layout the kernel
+    reads (A row-major, B K-major), K == Kp; the larger when both can. Saves writing that
+    operand's hi half: 4 of the 12 bytes per element the halves cost. Only one: the lo x lo
+    product the kernel drops is unbiased while one remainder has either sign."""
+    if capability not in RAW_HI_CAPABILITIES or a.shape[2] != kp:
+        return None
+    m, k = a.shape[1], a.shape[2]
+    n = b.shape[2]
+    a_ok = _tma_rows(a, 2) and a.stride(1) == k
+    b_ok = _tma_rows(b, 1) and b.stride(2) == k
+    if a_ok and b_ok:
+        return "b" if n > m else "a"
+    return "a" if a_ok else "b" if b_ok else None
 
 
 def _halves_pay(m: int, n: int, k: int, in_loop_copied: int) -> bool:
@@ -389,9 +424,9 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
     """Copies of A (B, M, Kp) row-major, or (B, Mp, Kp) M-major if p.a_m_major (Mp:
     padded_extent; the plain kernel reads the zero rows past M, not wrapped ones), and B
     (B, Kp, Np), K-major if p.b_k_major, else row-major, with zeroed padding. Operands the
-    plan leaves alone come back as they are. A split_tf32 plan returns (A hi, B hi, (A lo,
-    B lo)) instead, B K-major. Kp and Np: padded_extent (Np also for any row-major copy,
-    b_n_major).
+    plan leaves alone come back as they are. A split_tf32 plan returns (A hi, B hi,
+    Remainders) instead, B K-major, one hi half perhaps the operand itself (raw_side). Kp
+    and Np: padded_extent (Np also for any row-major copy, b_n_major).
     strip_from (a single product whose plan copies A): A's copy also computes the partial
     products of A with B's columns from strip_from on, returned third (copy.
     padded_copy_with_strip)."""
@@ -399,9 +434,18 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
     n = b.shape[2]
     if p.split_tf32:
         kp = padded_extent(k, 4)
-        a_hi, a_lo = split_copy(a, (batch, m, kp))
-        b_hi, b_lo = split_copy(b.transpose(1, 2), (batch, n, kp))
-        return a_hi, b_hi.transpose(1, 2), (a_lo, b_lo.transpose(1, 2))
+        raw = raw_side(a, b, kp, None if INTERPRETER or a.device.type != "cuda"
+                       else torch.cuda.get_device_capability(a.device))
+        if raw == "a":
+            a_hi, a_lo = a, remainder_copy(a, (batch, m, kp))
+        else:
+            a_hi, a_lo = split_copy(a, (batch, m, kp))
+        if raw == "b":
+            b_hi, b_lo = b, remainder_copy(b.transpose(1, 2), (batch, n, kp)).transpose(1, 2)
+        else:
+            b_hi, b_lo = split_copy(b.transpose(1, 2), (batch, n, kp))
+            b_hi, b_lo = b_hi.transpose(1, 2), b_lo.transpose(1, 2)
+        return a_hi, b_hi, Remainders(a_lo, b_lo, raw)
     kp = padded_extent(k, a.element_size()) if p.pad else k
     # A row-major copy of B keeps the padded pitch too: 16-byte loads along N at any N
     # (FMA_TRANSPOSED's A^T).
@@ -524,10 +568,12 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation) -> 
         # An unaligned output (4097 columns) is stored without TMA, straight into out.
         _persistent.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                               precision=precision, activation=activation,
-                              lo=None if lo is None else (lo[0][0], lo[1][0, :, :n]))
+                              lo=None if lo is None else (lo.a[0], lo.b[0, :, :n]))
         return
     if lo is not None:
-        # hi + lo == the operand exactly: plain tf32x3 on their sum loses nothing.
-        a, b = a + lo[0], b + lo[1]
+        # hi + lo == the operand exactly (a raw operand is the operand): plain tf32x3 on
+        # their sum loses nothing.
+        a = a if lo.raw == "a" else a + lo.a
+        b = b if lo.raw == "b" else b + lo.b
     _kernel.matmul_3d(a, b, out, d, alpha=alpha, beta=beta, precision=precision,
                       activation=activation)

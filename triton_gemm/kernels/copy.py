@@ -27,7 +27,8 @@ TILE = 64
 @triton.jit
 def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_ROWS, DST_COLS,
                  STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk, s_sn,
-                 SPLIT_TF32: tl.constexpr, STRIP: tl.constexpr, STRIP_NP: tl.constexpr,
+                 SPLIT_TF32: tl.constexpr, REMAINDER: tl.constexpr, STRIP: tl.constexpr,
+                 STRIP_NP: tl.constexpr,
                  STRIP_FMA: tl.constexpr, STRIP_COLS: tl.constexpr, UPCAST: tl.constexpr,
                  BR: tl.constexpr, BC: tl.constexpr):
     """dst[b, r, c] = src[b, r, c] for r < ROWS, c < COLS, else 0, over dst's
@@ -38,6 +39,10 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_
     from zero like cvt.rna.tf32.f32) and lo_ptr (dst's strides) the remainder x - dst,
     exact in fp32: 3xTF32 operands. A non-finite x leaves a zero remainder, so inf stays inf
     in the product instead of becoming inf - inf = NaN.
+
+    REMAINDER (float32): dst gets only the remainder of an operand that wgmma reads as
+    given, dropping its low 13 bits: x - trunc(x) (exact, of x's sign), rounded to tf32 as
+    above; zero for a non-finite x.
 
     STRIP (batch 1): src is the A of a product and strip_ptr (COLS, STRIP_N; strides s_sk,
     s_sn) the last STRIP_N columns of its B. Each program also writes its tile's share of
@@ -80,6 +85,13 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_
                 part = tl.dot(x, strip)  # 16-bit tensor cores, fp32 accumulation
         tl.store(part_ptr + (col_tile * ROWS + rows[:, None]) * STRIP_N + n[None, :], part,
                  mask=(rows[:, None] < ROWS) & (n[None, :] < STRIP_N))
+    if REMAINDER:
+        bits = x.to(tl.uint32, bitcast=True)
+        finite = (bits & 0x7F800000) != 0x7F800000
+        rest = x - (bits & 0xFFFFE000).to(tl.float32, bitcast=True)
+        rest = ((rest.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000).to(tl.float32,
+                                                                            bitcast=True)
+        x = tl.where(finite, rest, 0.0)
     if SPLIT_TF32:
         # Round half away from zero at bit 13: add half an ulp of tf32 to the magnitude
         # bits, then clear the 13 bits tf32 drops.
@@ -92,23 +104,29 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_
     tl.store(dst_ptr + dst_offsets, x, mask=dst_inside)
 
 
-def copy_into(src: torch.Tensor, dst: torch.Tensor, lo: torch.Tensor | None = None):
+def copy_into(src: torch.Tensor, dst: torch.Tensor, lo: torch.Tensor | None = None,
+              remainder: bool = False):
     """dst (batch, R', C') <- src (batch, R, C) with R <= R', C <= C', the rest of dst zero.
     With lo (float32, dst's shape and strides): dst gets src rounded to tf32 and lo the
-    remainder (see _copy_kernel). Returns dst."""
+    remainder; with remainder, dst gets the remainder of src truncated to tf32 (see
+    _copy_kernel). Returns dst."""
     if lo is not None and not (src.dtype == dst.dtype == lo.dtype == torch.float32
                                and lo.shape == dst.shape and lo.stride() == dst.stride()):
         raise ValueError("a tf32 split needs float32 src, dst and lo, lo shaped and strided "
                          "like dst")
+    if remainder and not (lo is None and src.dtype == dst.dtype == torch.float32):
+        raise ValueError("a truncation remainder needs float32 src and dst, and no lo")
     if dst.numel() == 0:
         return dst
-    launch(src, dst, lo)
+    launch(src, dst, lo, remainder=remainder)
     return dst
 
 
-def launch(src, dst, lo=None, strip=None, partials=None, tile=(TILE, TILE, 4)) -> None:
+def launch(src, dst, lo=None, strip=None, partials=None, tile=(TILE, TILE, 4),
+           remainder: bool = False) -> None:
     """_copy_kernel over dst in (rows, columns, warps) = tile programs (perf/copy_probe.py
-    times others); lo, strip, partials as the kernel takes them, None for none."""
+    times others); lo, strip, partials as the kernel takes them, None for none; remainder:
+    REMAINDER."""
     batch, rows, cols = src.shape
     dst_rows, dst_cols = dst.shape[1], dst.shape[2]
     strip_n = 0 if strip is None else strip.shape[1]
@@ -119,7 +137,8 @@ def launch(src, dst, lo=None, strip=None, partials=None, tile=(TILE, TILE, 4)) -
                (src, dst, dst if lo is None else lo, dst if strip is None else strip,
                 dst if partials is None else partials, rows, cols, dst_rows, dst_cols, strip_n,
                 *src.stride(), *dst.stride(), *(strip.stride() if strip is not None else (0, 0))),
-               {"SPLIT_TF32": lo is not None, "STRIP": strip is not None, "STRIP_FMA": fma,
+               {"SPLIT_TF32": lo is not None, "REMAINDER": remainder,
+                "STRIP": strip is not None, "STRIP_FMA": fma,
                 "STRIP_COLS": strip_n if fma else 0,
                 "STRIP_NP": max(2 if fma else 16, triton.next_power_of_2(strip_n)),
                 # The interpreter's dot takes no bf16.
@@ -141,6 +160,14 @@ def split_copy(src: torch.Tensor, shape: tuple) -> tuple[torch.Tensor, torch.Ten
     lo = workspace(shape, torch.float32, src.device)
     copy_into(src, hi, lo)
     return hi, lo
+
+
+def remainder_copy(src: torch.Tensor, shape: tuple) -> torch.Tensor:
+    """A new contiguous (batch, R', C') float32 tensor (scratch) with the remainder of src
+    (batch, R, C) truncated to tf32, rounded to tf32, in its top-left corner and zeros
+    elsewhere: the lo half of a 3xTF32 operand that wgmma reads as given (hi = src with its
+    low 13 bits dropped, as wgmma reads fp32); hi + lo is src to within 2^-21 of it."""
+    return copy_into(src, workspace(shape, torch.float32, src.device), remainder=True)
 
 
 def padded_copy_with_strip(src: torch.Tensor, shape: tuple, strip: torch.Tensor):
