@@ -28,8 +28,9 @@ padded 88 (cuBLAS 11.7); 8192x50257x768 (the vocabulary projection) unpadded 1.1
 padded 1.23-1.40 (cuBLAS 6.52).
 
 3xTF32 (tf32x3) on the persistent kernel stages each operand as two tf32 halves (hi + exact
-remainder; kernels/copy.py) so the kernel runs three plain tf32 dots from TMA tiles instead of
-splitting both operands in its K loop. perf/plans.py, H100, ms with copies, against the
+remainder; kernels/copy.py; on the H100 one operand goes as given, its own hi half, raw_side)
+so the kernel runs three plain tf32 dots from TMA tiles instead of splitting both operands in
+its K loop. perf/plans.py, H100, ms with copies, against the
 in-loop split: 4096^3 1.275 vs 1.784 and 2048x11008x4096 nt 1.684 vs 2.254 (with the split
 kernel's hi accumulator flushed every 256 K; at the current 128 the report has 4096^3 at
 1.341), 3000^3 padded rows 0.587 vs 0.816. Not where the output rows are unaligned (4097^3:
