@@ -65,14 +65,14 @@ def set_flush(interval) -> None:
     launch_cache.clear()  # replayed calls would keep the old interval
 
 
+_RAW_HI_CAPABILITIES = dispatch.RAW_HI_CAPABILITIES
+
+
 def set_raw_hi(raw: bool) -> None:
     """Let the split kernel read one operand as given where the library would
     (dispatch.raw_side), or stage both hi halves."""
     dispatch.RAW_HI_CAPABILITIES = _RAW_HI_CAPABILITIES if raw else ()
     launch_cache.clear()
-
-
-_RAW_HI_CAPABILITIES = dispatch.RAW_HI_CAPABILITIES
 
 
 def main(argv=None) -> None:

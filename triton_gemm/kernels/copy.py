@@ -86,22 +86,28 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_
         tl.store(part_ptr + (col_tile * ROWS + rows[:, None]) * STRIP_N + n[None, :], part,
                  mask=(rows[:, None] < ROWS) & (n[None, :] < STRIP_N))
     if REMAINDER:
-        bits = x.to(tl.uint32, bitcast=True)
-        finite = (bits & 0x7F800000) != 0x7F800000
-        rest = x - (bits & 0xFFFFE000).to(tl.float32, bitcast=True)
-        rest = ((rest.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000).to(tl.float32,
-                                                                            bitcast=True)
-        x = tl.where(finite, rest, 0.0)
+        finite = (x.to(tl.uint32, bitcast=True) & 0x7F800000) != 0x7F800000
+        x = tl.where(finite, _tf32_round(x - _tf32_truncate(x)), 0.0)
     if SPLIT_TF32:
-        # Round half away from zero at bit 13: add half an ulp of tf32 to the magnitude
-        # bits, then clear the 13 bits tf32 drops.
-        bits = x.to(tl.uint32, bitcast=True)
-        hi = ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
-        finite = (bits & 0x7F800000) != 0x7F800000
-        hi = tl.where(finite, hi, x)
+        finite = (x.to(tl.uint32, bitcast=True) & 0x7F800000) != 0x7F800000
+        hi = tl.where(finite, _tf32_round(x), x)
         tl.store(lo_ptr + dst_offsets, tl.where(finite, x - hi, 0.0), mask=dst_inside)
         x = hi
     tl.store(dst_ptr + dst_offsets, x, mask=dst_inside)
+
+
+@triton.jit
+def _tf32_truncate(x):
+    """x (float32) with the 13 mantissa bits tf32 drops cleared, as wgmma reads it."""
+    return (x.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _tf32_round(x):
+    """Finite x (float32) rounded to tf32, half away from zero: half an ulp of tf32 added
+    to the magnitude bits, then the 13 bits tf32 drops cleared."""
+    return _tf32_truncate((x.to(tl.uint32, bitcast=True) + 0x1000).to(tl.float32,
+                                                                      bitcast=True))
 
 
 def copy_into(src: torch.Tensor, dst: torch.Tensor, lo: torch.Tensor | None = None,
