@@ -202,4 +202,3 @@ def test_accuracy_script_says_it_needs_a_gpu():
     from perf import accuracy
     with pytest.raises(SystemExit, match="CUDA GPU"):
         accuracy.main([])
-

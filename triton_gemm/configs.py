@@ -211,9 +211,9 @@ def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int)
 # 64x64 s32 16.5, 128x64 s32 14.0 (12.5). A 64x64 output needs 128 slices of a 32x64 tile
 # to fill the SMs: 64x64x65536 tf32 32x64 s128 20.8, 64x64 s128 23.3, 64x64 s64 34.7 (24.9);
 # ieee (FMA, BK 32) 32x64 s128 26.1, 64x64 s64 57.6 (cuBLAS SGEMM 31.6).
-# tf32 with a row-major B (nn) tunes to the 16-row tiles: wgmma reads fp32 operands K-major
-# only, so larger tiles re-lay B in shared memory, while 16 rows are too few for wgmma and
-# run mma.sync on B as laid out. 256x256x32768 tf32 nn: 16x128x64 s8 56.7, 128x64x64 s32
+# tf32 with a row-major B (nn) tunes to the 16- and 32-row tiles: wgmma reads fp32 operands
+# K-major only, so larger tiles re-lay B in shared memory, while 16 or 32 rows are too few
+# for wgmma (64 a warpgroup) and run mma.sync on B as laid out. 256x256x32768 tf32 nn: 16x128x64 s8 56.7, 128x64x64 s32
 # 67.1, 128x128x32 s32 68.3, 64x64x64 s16 105.1 (cuBLAS 37.0, an sm80 mma.sync kernel);
 # 128x128x32 s32 on a K-major B (nt) 36.2, CUDA-graph time (cuBLAS 37.8). A probe running a
 # 64-row tile as four batched 16-row dots (mma.sync) took 69.4 there: not kept.

@@ -11,16 +11,16 @@ Two launches cost a host gap where the partials take less time than the host nee
 the second launch: at 128x128x16384 fp16 the reduce kernel started 10.2 us after the partial
 kernel ended (perf/timeline.py, H100, replayed calls: partials 5.3 us, reduce 2.0; cuBLAS's
 pair 6.1 + 2.0 back to back). One launch whose last-arriving program per tile sums that
-tile's partials in slice order (a tile counter; reproducible too) was tried and not kept: one
-program reading SPLIT partial tiles from L2 is slower than a reduce kernel spread over the
-GPU. perf/timeline.py, tuned configs, us, one launch against the two (separate runs of one
-session): 128x128x16384 fp16 11.5 against 5.3 + 2.0 (and the gap), 128x128x65536 fp16 22.9
-against 13.6 + 2.0, 256x256x32768 fp16 20.5 against 16.5 + 3.6.
+tile's partials in slice order (a tile counter; reproducible too) was tried and not kept:
+one program reading SPLIT partial tiles from L2 is slower than a reduce kernel spread over
+the GPU. perf/timeline.py, tuned configs, us, one launch against the two (separate runs of
+one session): 128x128x16384 fp16 11.5 against 5.3 + 2.0 (and the gap), 128x128x65536 fp16
+22.9 against 13.6 + 2.0, 256x256x32768 fp16 20.5 against 16.5 + 3.6.
 
 Nor are the operands read through TMA descriptors: a probe kernel (not kept) of the same
-configs with descriptor loads (H100, fp16, CUDA-graph time, L2 flushed, us, TMA against pointers) ran
-128x128x65536 64x64x128 s32 18.9 vs 19.7, 256x256x32768 128x128x64 s32 23.3 vs 24.0 and
-128x128x16384 64x64x128 s16 11.9 vs 12.3: within run-to-run noise.
+configs with descriptor loads (H100, fp16, CUDA-graph time, L2 flushed, us, TMA against
+pointers) ran 128x128x65536 64x64x128 s32 18.9 vs 19.7, 256x256x32768 128x128x64 s32 23.3 vs
+24.0 and 128x128x16384 64x64x128 s16 11.9 vs 12.3: within run-to-run noise.
 """
 
 from __future__ import annotations
