@@ -127,6 +127,30 @@ def test_staged_paths_compute_the_product(dtype, precision, plan):
     assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
 
 
+@requires_kernels
+@pytest.mark.parametrize("plan,precision", [
+    (dispatch.Plan(True, False, False), "ieee"), (dispatch.Plan(True, True, True), "tf32"),
+    (dispatch.Plan(False, False, False, a_m_major=True, b_n_major=True), "ieee"),
+    (dispatch.SPLIT_TF32, "tf32x3"), (dispatch.Plan(False, False, True), "tf32")],
+    ids=["padded", "padded-k-major", "fma-layouts", "split-tf32", "b-only"])
+def test_staged_operands_are_copied_in_one_launch(monkeypatch, plan, precision):
+    """dispatch.stage copies A and B in one launch of the copy kernel (copy.copy_jobs), or
+    just the one operand it stages, and the product is still right."""
+    from triton_gemm.kernels import copy
+    launches = []
+    real_launch = copy.launch
+    monkeypatch.setattr(copy, "launch", lambda *args, **kwargs: (
+        launches.append(len([job for job in args if job is not None])),
+        real_launch(*args, **kwargs)))
+    a = randn(1, 45, 33).transpose(1, 2)                   # (1, 33, 45): column-major A
+    b = randn(1, 45, 19)
+    out = torch.full((1, 33, 19), float("nan"), device=a.device)
+    dispatch.run(a, b, out, precision=precision, force=plan)
+    assert launches == [1 if plan == dispatch.Plan(False, False, True) else 2]
+    assert_close(out, a.double() @ b.double(), torch.float32, precision, str(plan),
+                 operands=(a, b))
+
+
 @pytest.mark.parametrize("plan", [p for p in PLANS if p.persistent or p.split_k or p.gemv],
                          ids=lambda p: "-".join(f for f, v in zip(p._fields, p) if v))
 def test_single_product_plans_refuse_a_batch(plan):
@@ -482,14 +506,14 @@ def test_thin_column_strips_ride_on_the_copy_of_a(monkeypatch, plan, in_copy):
     """Which kernel computes the column strip: A's copy when the plan copies A and the strip
     is at most STRIP_IN_COPY_MAX_COLS wide, else the split-K kernel."""
     calls = {"copy": 0, "split_k": 0}
-    copy_with_strip, split_k = dispatch.padded_copy_with_strip, dispatch._splitk.matmul_2d
+    copy_jobs, split_k = dispatch.copy_jobs, dispatch._splitk.matmul_2d
 
     def counted(name, fn):
         def wrapper(*args, **kwargs):
-            calls[name] += 1
+            calls[name] += name != "copy" or kwargs.get("strip") is not None
             return fn(*args, **kwargs)
         return wrapper
-    monkeypatch.setattr(dispatch, "padded_copy_with_strip", counted("copy", copy_with_strip))
+    monkeypatch.setattr(dispatch, "copy_jobs", counted("copy", copy_jobs))
     monkeypatch.setattr(dispatch._splitk, "matmul_2d", counted("split_k", split_k))
     a, b = randn(1, 136, 72, dtype=torch.float16), randn(1, 72, 140, dtype=torch.float16)
     out = torch.full((1, 136, 140), float("nan"), dtype=torch.float16, device=a.device)

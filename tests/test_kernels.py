@@ -576,6 +576,44 @@ def test_split_copy_keeps_infinities_and_nans():
 
 
 @requires_kernels
+@pytest.mark.parametrize("second", ["padded", "split", "remainder"])
+def test_two_copies_share_one_launch_and_match_copies_made_alone(monkeypatch, second):
+    """copy.copy_jobs (dispatch.stage's copies of A and B): both operands in one launch,
+    the first with a column strip, the second transposed (B's K-major copy) as a plain,
+    tf32-halves or remainder copy; each bit for bit what it gives in a launch of its own,
+    so the two copies' programs neither overlap nor skip a tile."""
+    from triton_gemm.kernels import copy
+    a = randn(1, 70, 150)
+    b = randn(150, 44)                                     # row-major B, 4 strip columns
+    make = {"padded": copy.padded_job, "split": copy.split_job,
+            "remainder": copy.remainder_job}[second]
+    alone_a = copy.padded_job(a, (1, 70, 192))
+    alone_partials = copy.copy_jobs(alone_a, strip=b[:, 40:])
+    alone_b = make(b.T[None], (1, 48, 192))                # 1 x 3 tiles past A's 2 x 3
+    copy.copy_jobs(alone_b)
+    launches = []
+    real_launch = copy.launch
+    monkeypatch.setattr(copy, "launch",
+                        lambda *args, **kwargs: (launches.append(args),
+                                                 real_launch(*args, **kwargs)))
+    a_job, b_job = copy.padded_job(a, (1, 70, 192)), make(b.T[None], (1, 48, 192))
+    for job in (a_job, b_job):
+        job.dst.fill_(float("nan"))
+        if job.lo is not None:
+            job.lo.fill_(float("nan"))
+    partials = copy.copy_jobs(a_job, b_job, strip=b[:, 40:])
+    assert len(launches) == 1
+    assert torch.equal(a_job.dst, alone_a.dst) and torch.equal(partials, alone_partials)
+    assert torch.equal(b_job.dst, alone_b.dst)
+    assert (b_job.lo is None) == (second != "split")
+    if b_job.lo is not None:
+        assert torch.equal(b_job.lo, alone_b.lo)
+        assert torch.equal(b_job.dst[0, :44, :150] + b_job.lo[0, :44, :150], b.T)
+    with pytest.raises(ValueError, match="one or two"):
+        copy.copy_jobs(a_job, b_job, a_job)
+
+
+@requires_kernels
 def test_split_copy_refuses_mismatched_outputs():
     from triton_gemm.kernels.copy import copy_into
     src = randn(1, 4, 4)

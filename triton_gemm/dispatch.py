@@ -70,7 +70,7 @@ from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
 from .kernels.common import INTERPRETER
 from .kernels.copy import TILE as COPY_TILE
-from .kernels.copy import padded_copy, padded_copy_with_strip, remainder_copy, split_copy
+from .kernels.copy import copy_jobs, padded_job, remainder_job, split_job
 
 # Elements a leading stride and a masked extent must be multiples of for 16-byte vector
 # loads of every dtype (Triton specialises integer arguments divisible by 16).
@@ -429,41 +429,47 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
     Remainders) instead, B K-major, one hi half perhaps the operand itself (raw_side). Kp
     and Np: padded_extent (Np also for any row-major copy, b_n_major).
     strip_from (a single product whose plan copies A): A's copy also computes the partial
-    products of A with B's columns from strip_from on, returned third (copy.
-    padded_copy_with_strip)."""
+    products of A with B's columns from strip_from on, returned third (copy.copy_jobs).
+    Both operands' copies go in one launch."""
     batch, m, k = a.shape
     n = b.shape[2]
     if p.split_tf32:
         kp = padded_extent(k, 4)
         raw = raw_side(a, b, kp, None if INTERPRETER or a.device.type != "cuda"
                        else torch.cuda.get_device_capability(a.device))
-        if raw == "a":
-            a_hi, a_lo = a, remainder_copy(a, (batch, m, kp))
-        else:
-            a_hi, a_lo = split_copy(a, (batch, m, kp))
-        if raw == "b":
-            b_hi, b_lo = b, remainder_copy(b.transpose(1, 2), (batch, n, kp)).transpose(1, 2)
-        else:
-            b_hi, b_lo = split_copy(b.transpose(1, 2), (batch, n, kp))
-            b_hi, b_lo = b_hi.transpose(1, 2), b_lo.transpose(1, 2)
+        a_job = (remainder_job if raw == "a" else split_job)(a, (batch, m, kp))
+        b_job = (remainder_job if raw == "b" else split_job)(b.transpose(1, 2), (batch, n, kp))
+        copy_jobs(a_job, b_job)
+        a_hi, a_lo = (a, a_job.dst) if raw == "a" else (a_job.dst, a_job.lo)
+        b_hi = b if raw == "b" else b_job.dst.transpose(1, 2)
+        b_lo = (b_job.dst if raw == "b" else b_job.lo).transpose(1, 2)
         return a_hi, b_hi, Remainders(a_lo, b_lo, raw)
     kp = padded_extent(k, a.element_size()) if p.pad else k
     # A row-major copy of B keeps the padded pitch too: 16-byte loads along N at any N
     # (FMA_TRANSPOSED's A^T).
     np_ = padded_extent(n, b.element_size()) if p.pad or p.b_n_major else n
-    partials = None
+    a_job = b_job = None
+    # The strip's partials read A as given: with a strip, A's copy is row-major.
+    a_m_major = p.a_m_major and strip_from is None
     if strip_from is not None:
-        a, partials = padded_copy_with_strip(a, (batch, m, kp), b[0, :, strip_from:])
-    elif p.a_m_major:
-        mp = padded_extent(m, a.element_size())
-        a = padded_copy(a.transpose(1, 2), (batch, kp, mp)).transpose(1, 2)
+        a_job = padded_job(a, (batch, m, kp))
+    elif a_m_major:
+        a_job = padded_job(a.transpose(1, 2), (batch, kp, padded_extent(m, a.element_size())))
     elif p.pad or p.a_k_major:
-        a = padded_copy(a, (batch, m, kp))
-    if p.pad or p.b_k_major or p.b_n_major:
-        if p.b_k_major:
-            b = padded_copy(b.transpose(1, 2), (batch, np_, kp)).transpose(1, 2)
-        else:
-            b = padded_copy(b, (batch, kp, np_))
+        a_job = padded_job(a, (batch, m, kp))
+    if p.b_k_major:
+        b_job = padded_job(b.transpose(1, 2), (batch, np_, kp))
+    elif p.pad or p.b_n_major:
+        b_job = padded_job(b, (batch, kp, np_))
+    jobs = [job for job in (a_job, b_job) if job is not None]
+    partials = None
+    if jobs:
+        partials = copy_jobs(*jobs, strip=None if strip_from is None
+                             else b[0, :, strip_from:])
+    if a_job is not None:
+        a = a_job.dst.transpose(1, 2) if a_m_major else a_job.dst
+    if b_job is not None:
+        b = b_job.dst.transpose(1, 2) if p.b_k_major else b_job.dst
     return (a, b) if strip_from is None else (a, b, partials)
 
 

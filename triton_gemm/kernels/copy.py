@@ -9,6 +9,8 @@ planning and ~200 us of host time on the H100 machine (1000^3 fp16: 204 us eager
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import triton
 import triton.language as tl
@@ -25,15 +27,46 @@ TILE = 64
 
 
 @triton.jit
-def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_ROWS, DST_COLS,
-                 STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk, s_sn,
+def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, src2_ptr, dst2_ptr, lo2_ptr,
+                 ROWS, COLS, DST_ROWS, DST_COLS, STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk,
+                 s_sn, FIRST_PROGRAMS, ROWS2, COLS2, DST_ROWS2, DST_COLS2, s2_b, s2_r, s2_c,
+                 d2_b, d2_r, d2_c,
                  SPLIT_TF32: tl.constexpr, REMAINDER: tl.constexpr, STRIP: tl.constexpr,
                  STRIP_NP: tl.constexpr,
                  STRIP_FMA: tl.constexpr, STRIP_COLS: tl.constexpr, UPCAST: tl.constexpr,
+                 SECOND: tl.constexpr, SPLIT_TF32_2: tl.constexpr, REMAINDER_2: tl.constexpr,
                  BR: tl.constexpr, BC: tl.constexpr):
-    """dst[b, r, c] = src[b, r, c] for r < ROWS, c < COLS, else 0, over dst's
-    DST_ROWS x DST_COLS; any strides, 64-bit offsets. One grid axis walks (batch, row tile,
-    column tile): the y and z axes would cap batch and tiles at 65535.
+    """One or two copies in one launch: programs 0 .. FIRST_PROGRAMS - 1 run the first
+    (_copy_tile with src_ptr ... d_c), and with SECOND the rest run the second (src2_ptr,
+    dst2_ptr, lo2_ptr, ROWS2 ... d2_c; SPLIT_TF32_2, REMAINDER_2; no strip). Why one launch:
+    a product that stages both operands then waits on one launch less, host and GPU alike."""
+    pid = tl.program_id(0).to(tl.int64)
+    if SECOND:
+        if pid >= FIRST_PROGRAMS:
+            _copy_tile(pid - FIRST_PROGRAMS, src2_ptr, dst2_ptr, lo2_ptr, dst2_ptr, dst2_ptr,
+                       ROWS2, COLS2, DST_ROWS2, DST_COLS2, 0, s2_b, s2_r, s2_c, d2_b, d2_r,
+                       d2_c, 0, 0, SPLIT_TF32_2, REMAINDER_2, False, 2, False, 0, UPCAST, BR,
+                       BC)
+        else:
+            _copy_tile(pid, src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS,
+                       DST_ROWS, DST_COLS, STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk, s_sn,
+                       SPLIT_TF32, REMAINDER, STRIP, STRIP_NP, STRIP_FMA, STRIP_COLS, UPCAST,
+                       BR, BC)
+    else:
+        _copy_tile(pid, src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_ROWS,
+                   DST_COLS, STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk, s_sn, SPLIT_TF32,
+                   REMAINDER, STRIP, STRIP_NP, STRIP_FMA, STRIP_COLS, UPCAST, BR, BC)
+
+
+@triton.jit
+def _copy_tile(pid, src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_ROWS,
+               DST_COLS, STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk, s_sn,
+               SPLIT_TF32: tl.constexpr, REMAINDER: tl.constexpr, STRIP: tl.constexpr,
+               STRIP_NP: tl.constexpr, STRIP_FMA: tl.constexpr, STRIP_COLS: tl.constexpr,
+               UPCAST: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+    """Tile pid (int64) of one copy: dst[b, r, c] = src[b, r, c] for r < ROWS, c < COLS,
+    else 0, over dst's DST_ROWS x DST_COLS; any strides, 64-bit offsets. One grid axis walks
+    (batch, row tile, column tile): the y and z axes would cap batch and tiles at 65535.
 
     SPLIT_TF32 (float32): dst gets x rounded to tf32 (10 mantissa bits, nearest, ties away
     from zero like cvt.rna.tf32.f32) and lo_ptr (dst's strides) the remainder x - dst,
@@ -51,7 +84,6 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_
     copy makes anyway. STRIP_FMA (float32 A): the strip's STRIP_COLS (= STRIP_N) columns
     one at a time in fp32 FMA, ieee accuracy; otherwise a 16-bit tensor-core dot. STRIP_NP:
     STRIP_N rounded up to a power of two, at least 16 for the dot, 2 for FMA."""
-    pid = tl.program_id(0).to(tl.int64)
     col_tiles = tl.cdiv(DST_COLS, BC)
     tiles = tl.cdiv(DST_ROWS, BR) * col_tiles
     batch = pid // tiles
@@ -110,83 +142,141 @@ def _tf32_round(x):
                                                                       bitcast=True))
 
 
-def copy_into(src: torch.Tensor, dst: torch.Tensor, lo: torch.Tensor | None = None,
-              remainder: bool = False):
-    """dst (batch, R', C') <- src (batch, R, C) with R <= R', C <= C', the rest of dst zero.
-    With lo (float32, dst's shape and strides): dst gets src rounded to tf32 and lo the
-    remainder; with remainder, dst gets the remainder of src truncated to tf32 (see
-    _copy_kernel). Returns dst."""
+class Job(NamedTuple):
+    """One staged copy (_copy_tile): dst (batch, R', C') <- src (batch, R, C), R <= R' and
+    C <= C', the rest of dst zero. With lo (float32, dst's shape and strides): dst gets src
+    rounded to tf32 and lo the remainder; with remainder, dst gets the remainder of src
+    truncated to tf32."""
+    src: torch.Tensor
+    dst: torch.Tensor
+    lo: torch.Tensor | None = None
+    remainder: bool = False
+
+
+def _check(job: Job) -> None:
+    src, dst, lo = job.src, job.dst, job.lo
     if lo is not None and not (src.dtype == dst.dtype == lo.dtype == torch.float32
                                and lo.shape == dst.shape and lo.stride() == dst.stride()):
         raise ValueError("a tf32 split needs float32 src, dst and lo, lo shaped and strided "
                          "like dst")
-    if remainder and not (lo is None and src.dtype == dst.dtype == torch.float32):
+    if job.remainder and not (lo is None and src.dtype == dst.dtype == torch.float32):
         raise ValueError("a truncation remainder needs float32 src and dst, and no lo")
-    if dst.numel() == 0:
-        return dst
-    launch(src, dst, lo, remainder=remainder)
+
+
+def copy_jobs(*jobs: Job, strip: torch.Tensor | None = None) -> torch.Tensor | None:
+    """Run one or two copies in one launch. strip (K, F): the first job copies the A
+    (1, M, K) of a product whose column fringe is strip, and also computes A @ strip as
+    partials (column tiles, M, F) float32 scratch, returned, whose sum over the first axis
+    kernels/splitk.reduce takes; None without a strip."""
+    if not 1 <= len(jobs) <= 2:
+        raise ValueError(f"one launch copies one or two operands, got {len(jobs)}")
+    for job in jobs:
+        _check(job)
+    partials = None
+    if strip is not None:
+        batch, rows, cols = jobs[0].src.shape
+        if batch != 1 or strip.shape[0] != cols or jobs[0].dst.shape[0] != 1:
+            raise ValueError(f"a copy with a strip takes one (1, M, K) A and a (K, F) strip, "
+                             f"got {tuple(jobs[0].src.shape)} and {tuple(strip.shape)}")
+        partials = workspace((triton.cdiv(jobs[0].dst.shape[2], TILE), rows, strip.shape[1]),
+                             torch.float32, jobs[0].src.device)
+    # An empty first copy (M or K zero) leaves partials with nothing to sum.
+    with_strip = partials is not None and jobs[0].dst.numel() > 0
+    live = [job for job in jobs if job.dst.numel()]
+    if live:
+        launch(*live, strip=strip if with_strip else None,
+               partials=partials if with_strip else None)
+    return partials
+
+
+def copy_into(src: torch.Tensor, dst: torch.Tensor, lo: torch.Tensor | None = None,
+              remainder: bool = False):
+    """One copy (Job) into a given dst; returns dst."""
+    copy_jobs(Job(src, dst, lo, remainder))
     return dst
 
 
-def launch(src, dst, lo=None, strip=None, partials=None, tile=(TILE, TILE, 4),
-           remainder: bool = False) -> None:
-    """_copy_kernel over dst in (rows, columns, warps) = tile programs (perf/copy_probe.py
-    times others); lo, strip, partials as the kernel takes them, None for none; remainder:
-    REMAINDER."""
-    batch, rows, cols = src.shape
+def _programs(dst: torch.Tensor, br: int, bc: int) -> int:
+    return dst.shape[0] * triton.cdiv(dst.shape[1], br) * triton.cdiv(dst.shape[2], bc)
+
+
+def launch(first: Job, second: Job | None = None, strip=None, partials=None,
+           tile=(TILE, TILE, 4)) -> None:
+    """_copy_kernel over the jobs' dst tiles in (rows, columns, warps) = tile programs
+    (perf/copy_probe.py times others); strip, partials as the kernel takes them for the
+    first job, None for none."""
+    src, dst, lo, remainder = first
+    rows, cols = src.shape[1], src.shape[2]
     dst_rows, dst_cols = dst.shape[1], dst.shape[2]
     strip_n = 0 if strip is None else strip.shape[1]
     fma = strip is not None and src.dtype == torch.float32
     br, bc, warps = tile
-    grid = (batch * triton.cdiv(dst_rows, br) * triton.cdiv(dst_cols, bc),)
+    first_programs = _programs(dst, br, bc)
+    two = second if second is not None else Job(src, dst)  # the unused slot: any tensors
+    grid = (first_programs + (0 if second is None else _programs(second.dst, br, bc)),)
     run_kernel(_copy_kernel, grid,
                (src, dst, dst if lo is None else lo, dst if strip is None else strip,
-                dst if partials is None else partials, rows, cols, dst_rows, dst_cols, strip_n,
-                *src.stride(), *dst.stride(), *(strip.stride() if strip is not None else (0, 0))),
+                dst if partials is None else partials, two.src, two.dst,
+                two.dst if two.lo is None else two.lo, rows, cols, dst_rows, dst_cols, strip_n,
+                *src.stride(), *dst.stride(), *(strip.stride() if strip is not None else (0, 0)),
+                first_programs, *two.src.shape[1:], *two.dst.shape[1:], *two.src.stride(),
+                *two.dst.stride()),
                {"SPLIT_TF32": lo is not None, "REMAINDER": remainder,
                 "STRIP": strip is not None, "STRIP_FMA": fma,
                 "STRIP_COLS": strip_n if fma else 0,
                 "STRIP_NP": max(2 if fma else 16, triton.next_power_of_2(strip_n)),
                 # The interpreter's dot takes no bf16.
                 "UPCAST": INTERPRETER and src.dtype == torch.bfloat16,
-                "BR": br, "BC": bc, "num_warps": warps})
+                "SECOND": second is not None, "SPLIT_TF32_2": two.lo is not None,
+                "REMAINDER_2": two.remainder, "BR": br, "BC": bc, "num_warps": warps})
+
+
+def padded_job(src: torch.Tensor, shape: tuple) -> Job:
+    """Job for a new contiguous (batch, R', C') tensor (scratch: common.workspace) holding
+    src (batch, R, C) in its top-left corner and zeros elsewhere."""
+    return Job(src, workspace(shape, src.dtype, src.device))
+
+
+def split_job(src: torch.Tensor, shape: tuple) -> Job:
+    """Job for new contiguous (batch, R', C') float32 tensors (scratch) dst and lo with src
+    (batch, R, C) rounded to tf32 and its remainder in their top-left corners, zeros
+    elsewhere: the operand halves of a 3xTF32 product, hi + lo == src."""
+    return Job(src, workspace(shape, torch.float32, src.device),
+               workspace(shape, torch.float32, src.device))
+
+
+def remainder_job(src: torch.Tensor, shape: tuple) -> Job:
+    """Job for a new contiguous (batch, R', C') float32 tensor (scratch) with the remainder
+    of src (batch, R, C) truncated to tf32, rounded to tf32, in its top-left corner and
+    zeros elsewhere: the lo half of a 3xTF32 operand that wgmma reads as given (hi = src
+    with its low 13 bits dropped, as wgmma reads fp32); hi + lo is src to within 2^-21 of
+    it."""
+    return Job(src, workspace(shape, torch.float32, src.device), remainder=True)
 
 
 def padded_copy(src: torch.Tensor, shape: tuple) -> torch.Tensor:
-    """A new contiguous (batch, R', C') tensor (scratch: common.workspace) holding src
-    (batch, R, C) in its top-left corner and zeros elsewhere."""
-    return copy_into(src, workspace(shape, src.dtype, src.device))
+    """padded_job's copy, made now."""
+    job = padded_job(src, shape)
+    copy_jobs(job)
+    return job.dst
 
 
 def split_copy(src: torch.Tensor, shape: tuple) -> tuple[torch.Tensor, torch.Tensor]:
-    """(hi, lo): new contiguous (batch, R', C') float32 tensors (scratch) with src (batch,
-    R, C) rounded to tf32 and its remainder in their top-left corners, zeros elsewhere:
-    the operand halves of a 3xTF32 product, hi + lo == src."""
-    hi = workspace(shape, torch.float32, src.device)
-    lo = workspace(shape, torch.float32, src.device)
-    copy_into(src, hi, lo)
-    return hi, lo
+    """split_job's (hi, lo), made now."""
+    job = split_job(src, shape)
+    copy_jobs(job)
+    return job.dst, job.lo
 
 
 def remainder_copy(src: torch.Tensor, shape: tuple) -> torch.Tensor:
-    """A new contiguous (batch, R', C') float32 tensor (scratch) with the remainder of src
-    (batch, R, C) truncated to tf32, rounded to tf32, in its top-left corner and zeros
-    elsewhere: the lo half of a 3xTF32 operand that wgmma reads as given (hi = src with its
-    low 13 bits dropped, as wgmma reads fp32); hi + lo is src to within 2^-21 of it."""
-    return copy_into(src, workspace(shape, torch.float32, src.device), remainder=True)
+    """remainder_job's copy, made now."""
+    job = remainder_job(src, shape)
+    copy_jobs(job)
+    return job.dst
 
 
 def padded_copy_with_strip(src: torch.Tensor, shape: tuple, strip: torch.Tensor):
     """(padded_copy(src, shape), partials): for the A (1, M, K) of a product whose column
-    fringe is strip (K, F), partials (column tiles, M, F) float32 scratch whose sum over the
-    first axis is A @ strip (kernels/splitk.reduce sums it)."""
-    batch, rows, cols = src.shape
-    if batch != 1 or strip.shape[0] != cols or shape[0] != 1:
-        raise ValueError(f"a copy with a strip takes one (1, M, K) A and a (K, F) strip, "
-                         f"got {tuple(src.shape)} and {tuple(strip.shape)}")
-    dst = workspace(shape, src.dtype, src.device)
-    partials = workspace((triton.cdiv(shape[2], TILE), rows, strip.shape[1]), torch.float32,
-                         src.device)
-    if dst.numel():
-        launch(src, dst, strip=strip, partials=partials)
-    return dst, partials
+    fringe is strip (K, F), partials as copy_jobs returns them."""
+    job = padded_job(src, shape)
+    return job.dst, copy_jobs(job, strip=strip)
