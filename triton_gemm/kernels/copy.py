@@ -39,7 +39,9 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, src2_ptr, dst2_p
     """One or two copies in one launch: programs 0 .. FIRST_PROGRAMS - 1 run the first
     (_copy_tile with src_ptr ... d_c), and with SECOND the rest run the second (src2_ptr,
     dst2_ptr, lo2_ptr, ROWS2 ... d2_c; SPLIT_TF32_2, REMAINDER_2; no strip). Why one launch:
-    a product that stages both operands then waits on one launch less, host and GPU alike."""
+    a product that stages both operands then waits on one launch less, host and GPU alike.
+    perf/copy_probe.py --pair, H100, A padded and B K-major (fp32), us eager, two launches
+    against one: 127x8191x509 16.9 -> 13.6, 4097^3 97.5 -> 93.9."""
     pid = tl.program_id(0).to(tl.int64)
     if SECOND:
         if pid >= FIRST_PROGRAMS:
