@@ -171,10 +171,12 @@ def aligned(rows, cols, dtype, fill=None):
 def staged_halves(a, b):
     """(A hi, B hi, (A lo, B lo)): the tf32 halves of (M, K) A and K-major (K, N) B that the
     split family runs on (3xTF32 as three tf32 dots), as dispatch stages them."""
-    from triton_gemm.kernels.copy import split_copy
+    from triton_gemm.kernels.copy import copy_jobs, split_job
     (m, k), n = a.shape, b.shape[1]
     kp = -(-k // 16) * 16  # 16-byte rows for TMA; the halves are zero past K
-    (a, a_lo), (b, b_lo) = split_copy(a[None], (1, m, kp)), split_copy(b.t()[None], (1, n, kp))
+    a_job, b_job = split_job(a[None], (1, m, kp)), split_job(b.t()[None], (1, n, kp))
+    copy_jobs(a_job, b_job)
+    (a, a_lo), (b, b_lo) = (a_job.dst, a_job.lo), (b_job.dst, b_job.lo)
     return a[0, :, :k], b[0, :, :k].t(), (a_lo[0, :, :k], b_lo[0, :, :k].t())
 
 
@@ -473,14 +475,16 @@ def test_copy_kernel_zero_fills_and_transposes(dtype):
     """kernels/copy.py, the dispatcher's staging: a column-major source lands row-major in
     the top-left corner of an uninitialised buffer, the rest exactly zero; copying back into
     a poisoned strided view restores the source bit for bit."""
-    from triton_gemm.kernels.copy import copy_into, padded_copy
+    from triton_gemm.kernels.copy import Job, copy_jobs, padded_job
     src = randn(2, 70, 33, dtype=dtype).transpose(1, 2)      # (2, 33, 70), column-major
-    staged = padded_copy(src, (2, 80, 96))          # 2 x 2 tiles per batch entry
+    job = padded_job(src, (2, 80, 96))              # 2 x 2 tiles per batch entry
+    copy_jobs(job)
+    staged = job.dst
     expected = torch.zeros(2, 80, 96, dtype=dtype, device=src.device)
     expected[:, :33, :70] = src
     assert staged.is_contiguous() and torch.equal(staged, expected)
     back = torch.full((2, 70, 33), float("nan"), dtype=dtype, device=src.device).transpose(1, 2)
-    copy_into(staged[:, :33, :70], back)
+    copy_jobs(Job(staged[:, :33, :70], back))
     assert torch.equal(back, src)
 
 
@@ -488,16 +492,18 @@ def test_copy_kernel_zero_fills_and_transposes(dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("width,k_major", [(3, True), (1, False), (8, False)])
 def test_copy_with_strip_stages_a_and_its_partial_products(dtype, width, k_major):
-    """copy.padded_copy_with_strip (dispatch's thin column fringe): the padded copy is exact,
+    """copy.copy_jobs with a strip (dispatch's thin column fringe): the padded copy is exact,
     and the partial products, one per 64-column tile of the copy, sum to A @ strip in fp32
     (16-bit inputs: exact products, fp32 sums; fp32 inputs: FMA one column at a time)."""
-    from triton_gemm.kernels.copy import padded_copy_with_strip
+    from triton_gemm.kernels.copy import copy_jobs, padded_job
     a = randn(1, 70, 150, dtype=dtype)
     if k_major:                                            # a slice of a K-major B
         strip = randn(40, 150, dtype=dtype).T[:, :width]
     else:                                                  # the last columns of a row-major B
         strip = randn(150, 40 + width, dtype=dtype)[:, 40:]
-    staged, partials = padded_copy_with_strip(a, (1, 70, 192), strip)
+    job = padded_job(a, (1, 70, 192))
+    partials = copy_jobs(job, strip=strip)
+    staged = job.dst
     expected = torch.zeros(1, 70, 192, dtype=dtype, device=a.device)
     expected[:, :, :150] = a
     assert torch.equal(staged, expected)
@@ -506,7 +512,7 @@ def test_copy_with_strip_stages_a_and_its_partial_products(dtype, width, k_major
     err = rel_error(partials.double().sum(0), ref)
     assert err <= 1e-6, f"strip partial products: relative error {err:.2e}"
     with pytest.raises(ValueError, match="strip"):
-        padded_copy_with_strip(a.expand(2, -1, -1), (2, 70, 192), strip)
+        copy_jobs(padded_job(a.expand(2, -1, -1), (2, 70, 192)), strip=strip)
 
 
 def _tf32_nearest(x: torch.Tensor) -> torch.Tensor:
@@ -520,17 +526,17 @@ def _tf32_nearest(x: torch.Tensor) -> torch.Tensor:
 
 @requires_kernels
 def test_split_copy_gives_tf32_halves_that_sum_to_the_source():
-    """The 3xTF32 staging (copy.split_copy): hi is the source rounded to nearest tf32, lo
+    """The 3xTF32 staging (copy.split_job): hi is the source rounded to nearest tf32, lo
     the exact remainder, both with zeroed padding; a transposed source lands K-major.
     Values on rounding ties and at the fp32 range's edges included."""
-    from triton_gemm.kernels.copy import copy_into
+    from triton_gemm.kernels.copy import Job, copy_jobs
     src = randn(2, 70, 33) * torch.logspace(-30, 30, 33, device=DEVICE)
     ties = torch.tensor([1 + 2.0**-11, -(1 + 2.0**-11), 1 + 3 * 2.0**-11, 3.4e38, -1e-30])
     src[0, 0, :5] = ties.to(DEVICE)
     src = src.transpose(1, 2)                               # (2, 33, 70), column-major
     hi = torch.full((2, 40, 80), float("nan"), device=DEVICE)
     lo = torch.full_like(hi, float("nan"))
-    copy_into(src, hi, lo)
+    copy_jobs(Job(src, hi, lo))
     expected_hi = torch.zeros(2, 40, 80, device=DEVICE)
     expected_hi[:, :33, :70] = _tf32_nearest(src.cpu()).to(DEVICE)
     assert torch.equal(hi, expected_hi)
@@ -545,15 +551,17 @@ def test_split_copy_gives_tf32_halves_that_sum_to_the_source():
 
 @requires_kernels
 def test_remainder_copy_holds_what_a_truncating_tensor_core_drops():
-    """copy.remainder_copy, the lo half of an operand the split kernel reads as given (wgmma
+    """copy.remainder_job, the lo half of an operand the split kernel reads as given (wgmma
     drops its low 13 bits): x - trunc(x) rounded to nearest tf32, so trunc(x) + lo is x to
     within 2^-21 of it; zero padding, and zero for a non-finite x."""
-    from triton_gemm.kernels.copy import remainder_copy
+    from triton_gemm.kernels.copy import copy_jobs, remainder_job
     src = randn(2, 70, 33) * torch.logspace(-30, 30, 33, device=DEVICE)
     src[0, 0, :4] = torch.tensor([float("inf"), float("-inf"), float("nan"),
                                   1 + 2.0**-11 + 2.0**-22]).to(DEVICE)
     src = src.transpose(1, 2)                               # (2, 33, 70), column-major
-    lo = remainder_copy(src, (2, 40, 80)).cpu()
+    job = remainder_job(src, (2, 40, 80))
+    copy_jobs(job)
+    lo = job.dst.cpu()
     x = src.cpu()
     trunc = (x.view(torch.int32) & ~0x1FFF).view(torch.float32)
     finite = torch.isfinite(x)
@@ -567,9 +575,11 @@ def test_remainder_copy_holds_what_a_truncating_tensor_core_drops():
 
 @requires_kernels
 def test_split_copy_keeps_infinities_and_nans():
-    from triton_gemm.kernels.copy import split_copy
+    from triton_gemm.kernels.copy import copy_jobs, split_job
     src = torch.tensor([[[float("inf"), float("-inf"), float("nan"), 1.5]]], device=DEVICE)
-    hi, lo = split_copy(src, (1, 1, 4))
+    job = split_job(src, (1, 1, 4))
+    copy_jobs(job)
+    hi, lo = job.dst, job.lo
     assert hi[0, 0, 0].item() == float("inf") and hi[0, 0, 1].item() == float("-inf")
     assert torch.isnan(hi[0, 0, 2]) and hi[0, 0, 3].item() == 1.5
     assert torch.equal(lo, torch.zeros_like(lo))
@@ -615,11 +625,11 @@ def test_two_copies_share_one_launch_and_match_copies_made_alone(monkeypatch, se
 
 @requires_kernels
 def test_split_copy_refuses_mismatched_outputs():
-    from triton_gemm.kernels.copy import copy_into
+    from triton_gemm.kernels.copy import Job, copy_jobs
     src = randn(1, 4, 4)
     with pytest.raises(ValueError, match="float32"):
-        copy_into(src, torch.empty(1, 4, 4, device=DEVICE),
-                  torch.empty(1, 4, 4, device=DEVICE).transpose(1, 2))
+        copy_jobs(Job(src, torch.empty(1, 4, 4, device=DEVICE),
+                      torch.empty(1, 4, 4, device=DEVICE).transpose(1, 2)))
 
 
 M_MAJOR_A_CASES = [(family, tile, dtype, b_k_major)

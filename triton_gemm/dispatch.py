@@ -292,7 +292,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # partial kernel 16x8192x8192 55.9 us against 56.2, 64x8192x8192 60.1 vs 60.4,
 # 256x256x32768 19.9 vs 19.9.)
 # Where the plan copies A anyway, the copy computes the column strip's partial products as
-# it reads A (copy.padded_copy_with_strip) instead of a second read on the split-K kernel.
+# it reads A (copy.copy_jobs with a strip) instead of a second read on the split-K kernel.
 # perf/timeline.py, 4097^3, us: fp16 split-K strip 18.3 + reduce 1.8, copy of A 27.8 alone;
 # fused copy 30.2-30.7 (16-bit tensor-core dot) + reduce 2.3; tf32 strip 34.0 + 2.6, copy
 # 48.1 alone, fused 70.2 (fp32 FMA dot) + 2.4. 8193^3 (65 x 33 tiles, 17 waves; 16 cut),
@@ -353,7 +353,7 @@ SPLIT_TF32_MIN_TILES_PER_SM = 3
 class Remainders(NamedTuple):
     """The lo halves of a split_tf32 plan's operands (stage), and which operand, if any,
     went as given (raw_side): wgmma reads fp32 operands with their low 13 bits dropped, so
-    that operand is its own hi half and its lo is the dropped part (copy.remainder_copy)."""
+    that operand is its own hi half and its lo is the dropped part (copy.remainder_job)."""
     a: torch.Tensor
     b: torch.Tensor
     raw: str | None = None  # "a", "b" or None

@@ -43,17 +43,13 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, src2_ptr, dst2_p
     perf/copy_probe.py --pair, H100, A padded and B K-major (fp32), us eager, two launches
     against one: 127x8191x509 16.9 -> 13.6, 4097^3 97.5 -> 93.9."""
     pid = tl.program_id(0).to(tl.int64)
+    in_second = False  # a compile-time False without SECOND: no second copy compiled
     if SECOND:
-        if pid >= FIRST_PROGRAMS:
-            _copy_tile(pid - FIRST_PROGRAMS, src2_ptr, dst2_ptr, lo2_ptr, dst2_ptr, dst2_ptr,
-                       ROWS2, COLS2, DST_ROWS2, DST_COLS2, 0, s2_b, s2_r, s2_c, d2_b, d2_r,
-                       d2_c, 0, 0, SPLIT_TF32_2, REMAINDER_2, False, 2, False, 0, UPCAST, BR,
-                       BC)
-        else:
-            _copy_tile(pid, src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS,
-                       DST_ROWS, DST_COLS, STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk, s_sn,
-                       SPLIT_TF32, REMAINDER, STRIP, STRIP_NP, STRIP_FMA, STRIP_COLS, UPCAST,
-                       BR, BC)
+        in_second = pid >= FIRST_PROGRAMS
+    if in_second:
+        _copy_tile(pid - FIRST_PROGRAMS, src2_ptr, dst2_ptr, lo2_ptr, dst2_ptr, dst2_ptr,
+                   ROWS2, COLS2, DST_ROWS2, DST_COLS2, 0, s2_b, s2_r, s2_c, d2_b, d2_r, d2_c,
+                   0, 0, SPLIT_TF32_2, REMAINDER_2, False, 2, False, 0, UPCAST, BR, BC)
     else:
         _copy_tile(pid, src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_ROWS,
                    DST_COLS, STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk, s_sn, SPLIT_TF32,
@@ -191,13 +187,6 @@ def copy_jobs(*jobs: Job, strip: torch.Tensor | None = None) -> torch.Tensor | N
     return partials
 
 
-def copy_into(src: torch.Tensor, dst: torch.Tensor, lo: torch.Tensor | None = None,
-              remainder: bool = False):
-    """One copy (Job) into a given dst; returns dst."""
-    copy_jobs(Job(src, dst, lo, remainder))
-    return dst
-
-
 def _programs(dst: torch.Tensor, br: int, bc: int) -> int:
     return dst.shape[0] * triton.cdiv(dst.shape[1], br) * triton.cdiv(dst.shape[2], bc)
 
@@ -254,31 +243,3 @@ def remainder_job(src: torch.Tensor, shape: tuple) -> Job:
     with its low 13 bits dropped, as wgmma reads fp32); hi + lo is src to within 2^-21 of
     it."""
     return Job(src, workspace(shape, torch.float32, src.device), remainder=True)
-
-
-def padded_copy(src: torch.Tensor, shape: tuple) -> torch.Tensor:
-    """padded_job's copy, made now."""
-    job = padded_job(src, shape)
-    copy_jobs(job)
-    return job.dst
-
-
-def split_copy(src: torch.Tensor, shape: tuple) -> tuple[torch.Tensor, torch.Tensor]:
-    """split_job's (hi, lo), made now."""
-    job = split_job(src, shape)
-    copy_jobs(job)
-    return job.dst, job.lo
-
-
-def remainder_copy(src: torch.Tensor, shape: tuple) -> torch.Tensor:
-    """remainder_job's copy, made now."""
-    job = remainder_job(src, shape)
-    copy_jobs(job)
-    return job.dst
-
-
-def padded_copy_with_strip(src: torch.Tensor, shape: tuple, strip: torch.Tensor):
-    """(padded_copy(src, shape), partials): for the A (1, M, K) of a product whose column
-    fringe is strip (K, F), partials as copy_jobs returns them."""
-    job = padded_job(src, shape)
-    return job.dst, copy_jobs(job, strip=strip)

@@ -184,7 +184,7 @@ def _persistent_kernel(
     SPLIT (3xTF32 from staged halves): A and B hold float32 operands rounded to tf32 and
     alo_desc, blo_desc their remainders (B's K-major); or one of A and B is the operand as
     given, which wgmma reads with its low 13 bits dropped, and its remainder that dropped
-    part (copy.remainder_copy, dispatch.raw_side); the product is three tf32
+    part (copy.remainder_job, dispatch.raw_side); the product is three tf32
     dots, hi x hi + lo x hi + hi x lo, and PRECISION is ignored. The hi x hi products join
     acc by an IEEE add every HI_FLUSH_K elements of K (a multiple of 2 * BK; see
     hi_flush_k).
@@ -395,9 +395,9 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     """out = alpha * a @ b + beta * d on 2-D operands that supports() accepts.
 
     d: None or broadcastable to out by strides. config pins a triton.Config (tests).
-    lo: (a_lo, b_lo) for 3xTF32 from staged halves (copy.split_copy): a and b then hold the
+    lo: (a_lo, b_lo) for 3xTF32 from staged halves (copy.split_job): a and b then hold the
     tf32-rounded operands, B K-major, and each lo its remainder with the same strides; or
-    one of a and b is the operand itself, its lo from copy.remainder_copy (GPUs in
+    one of a and b is the operand itself, its lo from copy.remainder_job (GPUs in
     dispatch.RAW_HI_CAPABILITIES only)."""
     split = lo is not None
     if split and not (a.stride(1) == 1 and _b_k_major(b) and all(
