@@ -76,6 +76,8 @@ def main(argv=None) -> None:
     parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--nt", action="store_true", help="B K-major (a transposed weight)")
+    parser.add_argument("--precision", default=None, choices=("ieee", "tf32", "tf32x3"),
+                        help="for fp32 operands (default: torch's float32 matmul precision)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         sys.exit("perf/overhead.py measures host launch cost on a CUDA GPU; none found")
@@ -87,7 +89,9 @@ def main(argv=None) -> None:
         b = torch.randn(n, k, device="cuda", dtype=dtype).t()
     a3, b3 = a.unsqueeze(0), b.unsqueeze(0)
     out = torch.empty(1, m, n, device="cuda", dtype=dtype)
-    prec = triton_gemm.api.resolve_precision(None, dtype)
+    prec = triton_gemm.api.resolve_precision(args.precision, dtype)
+    if prec == "tf32":  # cuBLAS at the same precision
+        torch.backends.cuda.matmul.allow_tf32 = True
     family = configs.family_for(dtype, prec)
     x = torch.randn(m, k, device="cuda", dtype=dtype, requires_grad=True)
     w = torch.randn(n, k, device="cuda", dtype=dtype, requires_grad=True)
@@ -109,16 +113,27 @@ def main(argv=None) -> None:
                 nvidia_driver.make_tensordesc_arg = cached
         return call
     grad = torch.randn(m, n, device="cuda", dtype=dtype)
+    # This signature's recipe, replayed straight into triton's C launch function
+    # (kernels/c_launch.py) and through triton's own launcher layers.
+    launch_cache.clear()
+    launch_cache.run(a3, b3, out, precision=prec)
+    recipe = next(iter(launch_cache._recipes.values()))
+    through_triton = recipe._replace(direct=())
+    device = torch.cuda.current_device()
     rows = [
         ("torch.matmul (cuBLAS)", lambda: torch.matmul(a, b)),
         ("torch.empty", lambda: torch.empty(1, m, n, device="cuda", dtype=dtype)),
-        ("triton_gemm.matmul", lambda: triton_gemm.matmul(a, b)),
+        ("triton_gemm.matmul", lambda: triton_gemm.matmul(a, b, precision=args.precision)),
         ("ops.gemm (custom op)", lambda: ops.gemm(a3, b3, None, 1.0, 0.0, prec, "none")),
         ("ops.gemm_impl (2-D, as matmul)", lambda: ops.gemm_impl(a, b, None, 1.0, 0.0, prec)),
         ("ops.gemm_impl (batch of 1)", lambda: ops.gemm_impl(a3, b3, None, 1.0, 0.0, prec)),
         ("launch_cache.run (replay)", lambda: launch_cache.run(a3, b3, out, precision=prec)),
-        ("replay, descriptors encoded", uncached(
-            lambda: launch_cache.run(a3, b3, out, precision=prec))),
+        (f"_replay, direct ({len(recipe.direct)} launches)",
+         lambda: launch_cache._replay(recipe, (a3, b3, out, None), device)),
+        (f"_replay, triton's launcher ({len(recipe.launches)})",
+         lambda: launch_cache._replay(through_triton, (a3, b3, out, None), device)),
+        ("  and descriptors encoded", uncached(
+            lambda: launch_cache._replay(through_triton, (a3, b3, out, None), device))),
         ("torch.nn.functional.linear", lambda: torch.nn.functional.linear(a, w.detach())),
         ("triton_gemm.linear, no grad", lambda: triton_gemm.linear(a, w.detach())),
         ("dispatch.run", lambda: dispatch.run(a3, b3, out, precision=prec)),

@@ -171,6 +171,114 @@ def test_cached_encoder_wraps_triton_once(monkeypatch):
     assert nvidia_driver.make_tensordesc_arg.uncached is encode
 
 
+class _RecordingCFunction:
+    """Stands in for triton's C launch function (no __code__, as a builtin has none)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, *args):
+        self.calls.append(args)
+
+
+def _triton_launcher(signature: dict, tensordesc_meta):
+    """triton 3.6's own CudaLauncher (its __call__ and wrap_handle_tensordesc's inner, as
+    a compiled kernel has them) around a recording C function, built without compiling."""
+    from triton.backends.nvidia import driver as nvidia_driver
+    c_function = _RecordingCFunction()
+    launcher = object.__new__(nvidia_driver.CudaLauncher)
+    launcher.num_ctas = 1
+    launcher.launch = nvidia_driver.wrap_handle_tensordesc(c_function, signature,
+                                                           tensordesc_meta)
+    launcher.global_scratch_size = launcher.profile_scratch_size = 0
+    launcher.global_scratch_align = launcher.profile_scratch_align = 1
+    launcher.launch_cooperative_grid = launcher.launch_pdl = False
+    return launcher, c_function
+
+
+class _CompiledWith:
+    """A CompiledKernel's attributes a launch reads, around a given launcher."""
+
+    function = "cufunction"
+    packed_metadata = "packed"
+
+    def __init__(self, launcher, tensordesc_meta):
+        self.run = launcher
+        self.metadata = type("Metadata", (), {"tensordesc_meta": tensordesc_meta})()
+
+
+def _as_addresses(args) -> list:
+    """Launch arguments with tensors as the addresses the C launcher reads from them."""
+    return [a.data_ptr() if isinstance(a, torch.Tensor) else
+            int(a) if isinstance(a, common._Address) else a for a in args]
+
+
+@pytest.mark.parametrize("lowered", [True, False])
+def test_direct_replay_passes_the_c_function_what_triton_passes(monkeypatch, lowered):
+    """A replay that goes direct (c_launch) hands triton's C launch function the same
+    arguments as the same replay through triton's own launcher layers (CudaLauncher and
+    wrap_handle_tensordesc): descriptors expanded around the new operands (TMA-lowered: the
+    encoder's tensor map, else base, shape and strides twice), addresses at their offsets,
+    an unused argument None, scalars and constexprs as recorded."""
+    from triton.backends.nvidia import driver as nvidia_driver
+    encoded = []
+
+    def encode(arg, metadata):
+        encoded.append(arg.base.data_ptr())
+        return [("tensor map", arg.base.data_ptr(), metadata["swizzle"]), *arg.shape,
+                *arg.strides]
+    if lowered:
+        monkeypatch.setattr(nvidia_driver, "make_tensordesc_arg", common.cached_encoder(encode))
+    meta = [{"swizzle": 128}, {"swizzle": 64}] if lowered else None
+    signature = {0: "tensordesc<fp16[4, 4]>", 1: "*fp32", 2: "tensordesc<fp16[4, 4]>",
+                 3: "*fp32", 4: "i32", 5: "fp32", 6: "constexpr"}
+    a, b, out, d = _operands()
+    work = torch.zeros(2, 4, 4)
+    tensors = (TensorDescriptor(a[0], [4, 4], [4, 1], [4, 4]), work[1],
+               TensorDescriptor(b[0, 1:], [3, 4], [4, 1], [4, 4]), None)
+    launcher, c_function = _triton_launcher(signature, meta)
+    compiled = _CompiledWith(launcher, meta)
+    record = common.Capture()
+    record.workspaces = [work]
+    record.launches.append(common.Launch(compiled, (5, 2, 1), tensors, (7, 0.5), (16,),
+                                         common._geometries(tensors), ({}, None, {}, None)))
+    recipe = launch_cache._recipe(record, (a, b, out, d))
+    assert len(recipe.direct) == 1 and recipe.direct[0].function is c_function
+    monkeypatch.setattr(common, "current_stream", lambda device: 99)
+    a2, b2, out2, d2 = _operands()
+    new_work = torch.zeros(2, 4, 4)  # both paths' workspace, so their addresses compare
+    monkeypatch.setattr(torch, "empty", lambda shape, dtype, device: new_work)
+    for _ in range(2):  # the second replay reuses the first's encodings
+        launch_cache._replay(recipe, (a2, b2, out2, d2), device=0)
+        launch_cache._replay(recipe._replace(direct=()), (a2, b2, out2, d2), device=0)
+    direct, through_triton = c_function.calls[-2:]
+    assert _as_addresses(direct) == _as_addresses(through_triton)
+    assert direct[:5] == (5, 2, 1, 99, "cufunction")
+    expanded = 5 if lowered else 10  # A's descriptor, from position 13
+    assert direct[13 + expanded] == new_work.data_ptr() + 64
+    assert direct[-4:] == (None, 7, 0.5, 16)
+    if lowered:
+        assert direct[13] == ("tensor map", a2.data_ptr(), 128)
+        assert encoded == [a2.data_ptr(), b2.data_ptr() + 16]
+    else:  # triton's metadata-less expansion: base, shape, strides, NaN padding, again
+        assert direct[13:22] == (a2.data_ptr(), 4, 4, 4, 1, False, 4, 4, 4)
+
+
+def test_launchers_of_another_shape_replay_through_triton():
+    """c_launch goes direct only for triton 3.6's launcher shape: a launcher that needs
+    scratch memory, or a compiled kernel without one (the fakes above), replays through
+    Launch.run."""
+    from triton_gemm.kernels import c_launch
+    launcher, c_function = _triton_launcher({0: "*fp32", 1: "i32"}, None)
+    assert c_launch.c_function(_CompiledWith(launcher, None)) == (c_function, False, False)
+    launcher.global_scratch_size = 128
+    assert c_launch.c_function(_CompiledWith(launcher, None)) is None
+    assert c_launch.c_function(_FakeCompiled()) is None
+    a, b, out, d = _operands()
+    record, _ = _record((a, b, out))
+    assert launch_cache._recipe(record, (a, b, out, d)).direct == ()
+
+
 def test_signature_separates_alignment_strides_and_scalars():
     a = torch.zeros(1, 8, 32, dtype=torch.float16)
     b, out = torch.zeros(1, 32, 8, dtype=torch.float16), torch.zeros(1, 8, 8)
@@ -229,6 +337,36 @@ def test_replayed_calls_match_float64_across_signatures(dtype):
         ref = 1.5 * (a.double() @ b.double()) + (0 if d is None else 0.5 * d.double())
         assert_close(out, ref, dtype, None if dtype != torch.float32 else "ieee", name)
     assert launch_cache.stats["replayed"] - replayed == 8
+    # With this triton every kernel's launcher is one c_launch reaches.
+    assert all(recipe.direct for recipe in launch_cache._recipes.values())
+
+
+@gpu_only
+@pytest.mark.parametrize("m, n, k, dtype, precision", [
+    (96, 80, 72, torch.float16, "half"),           # plain kernel, pointers
+    (2048, 2048, 512, torch.float16, "half"),      # persistent kernel, TMA descriptors
+    (1000, 1000, 1000, torch.float32, "tf32"),     # B's K-major copy, then the kernel
+    (1024, 1024, 3072, torch.float32, "tf32x3"),   # the halves' copies, three products
+    (127, 8191, 509, torch.float32, "ieee"),       # padded FMA copies
+])
+def test_direct_replays_write_what_triton_launches_write(m, n, k, dtype, precision):
+    """A recipe replayed straight into triton's C launch function (c_launch) writes bit for
+    bit what the same recipe replayed through triton's own launcher writes, on new operands
+    and a poisoned output, and that matches float64."""
+    launch_cache.clear()
+    launch_cache.run(randn(1, m, k, dtype=dtype), randn(1, k, n, dtype=dtype),
+                     torch.empty(1, m, n, dtype=dtype, device="cuda"), precision=precision)
+    (recipe,) = launch_cache._recipes.values()
+    assert recipe.direct
+    a, b = randn(1, m, k, dtype=dtype), randn(1, k, n, dtype=dtype)
+    outs = []
+    for replayed in (recipe, recipe._replace(direct=())):
+        out = torch.full((1, m, n), float("nan"), dtype=dtype, device="cuda")
+        launch_cache._replay(replayed, (a, b, out, None), torch.cuda.current_device())
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])
+    assert_close(outs[0], a.double() @ b.double(), dtype,
+                 None if dtype != torch.float32 else precision, f"{m}x{n}x{k}")
 
 
 @gpu_only

@@ -10,7 +10,8 @@ call or scratch allocated through common.workspace (split-K partials, padded and
 staged copies made by kernels/copy.py), or a view inside exactly one of them (a fringe strip
 of dispatch), the record is kept, and
 later calls of the signature allocate fresh scratch and launch the same compiled kernels on
-their own operands. Calls being tuned are not kept and take dispatch.run again.
+their own operands, through triton's C launch function where kernels/c_launch.py can reach
+it. Calls being tuned are not kept and take dispatch.run again.
 
 Why: each eager GEMM spent 70-160 us of host time on the H100 machine's CPU
 (perf/overhead.py) against 12-25 us for torch.matmul, and a GPT-2-small training step
@@ -29,7 +30,7 @@ import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import dispatch
-from .kernels import common
+from .kernels import c_launch, common
 
 ENABLED = os.environ.get("TRITON_GEMM_LAUNCH_CACHE", "1") != "0" and not common.INTERPRETER
 
@@ -44,6 +45,8 @@ class Recipe(NamedTuple):
                              # pool holds a, b, out, d, then the workspaces
     workspaces: tuple        # (shape, dtype) of each scratch tensor, pool index 4, 5, ...
     config: object           # common's record of the config that ran (for last_config())
+    direct: tuple = ()       # per launch, its c_launch.DirectLaunch; () when one launch
+                             # cannot go direct (then every launch runs through Launch.run)
 
 
 _recipes: dict = {}
@@ -96,15 +99,22 @@ def _planned(a, b, out, d, alpha, beta, precision, activation) -> torch.Tensor:
 
 
 def _replay(recipe: Recipe, operands: tuple, device: int) -> None:
-    pool = list(operands)
     device_of_out = operands[2].device
-    for shape, dtype in recipe.workspaces:
-        pool.append(torch.empty(shape, dtype=dtype, device=device_of_out))
+    workspaces = [torch.empty(shape, dtype=dtype, device=device_of_out)
+                  for shape, dtype in recipe.workspaces]
     stream = common.current_stream(device)
-    for launch, slots in zip(recipe.launches, recipe.slots):
-        # An int pointer is what triton's launcher passes for a tensor (its data_ptr()).
-        launch.run([None if slot is None else pool[slot[0]] if slot[1] == 0
-                    else pool[slot[0]].data_ptr() + slot[1] for slot in slots], stream)
+    if recipe.direct:
+        addresses = [None if t is None else t.data_ptr() for t in (*operands, *workspaces)]
+        # Every launch's arguments first, so the launches leave the host back to back.
+        calls = [launch.arguments(stream, addresses) for launch in recipe.direct]
+        for launch, arguments in zip(recipe.direct, calls):
+            launch.function(*arguments)
+    else:
+        pool = [*operands, *workspaces]
+        for launch, slots in zip(recipe.launches, recipe.slots):
+            # An int pointer is what triton's launcher passes for a tensor (its data_ptr()).
+            launch.run([None if slot is None else pool[slot[0]] if slot[1] == 0
+                        else pool[slot[0]].data_ptr() + slot[1] for slot in slots], stream)
     common.restore_record(recipe.config)
 
 
@@ -148,9 +158,11 @@ def _recipe(record: common.Capture, operands: tuple) -> Optional[Recipe]:
         slots.append(tuple(launch_slots))
     # The recipe keeps compiled kernels, never tensors.
     launches = tuple(launch._replace(tensors=()) for launch in record.launches)
+    direct = tuple(c_launch.direct(launch, launch_slots)
+                   for launch, launch_slots in zip(launches, slots))
     return Recipe(launches, tuple(slots),
                   tuple((tuple(t.shape), t.dtype) for t in record.workspaces),
-                  common.current_record())
+                  common.current_record(), direct if all(direct) else ())
 
 
 def clear() -> None:

@@ -222,6 +222,14 @@ def cached_encoder(encode):
     return make_tensordesc_arg
 
 
+def encode_descriptor(arg, metadata) -> list:
+    """triton's make_tensordesc_arg without cached_encoder's cache: the launcher's arguments
+    for descriptor arg (a TensorDescriptor or _ReplayDescriptor)."""
+    from triton.backends.nvidia import driver as nvidia_driver
+    encode = nvidia_driver.make_tensordesc_arg
+    return getattr(encode, "uncached", encode)(arg, metadata)
+
+
 def _install_cached_encoder() -> None:
     """Put cached_encoder in front of triton's make_tensordesc_arg, which its launchers look up
     by name at each launch (triton 3.6, NVIDIA backend); nothing where that is absent."""
