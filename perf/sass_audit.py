@@ -100,7 +100,7 @@ def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = 
                  B_K_MAJOR=True, UPCAST=False, NUM_SMS=132, C_TMA=c_tma, ACTIVATION=0, SPLIT=split,
                  HI_FLUSH_K=64 if split else 0, HALF_TAIL=half_tail,
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,
-                 WARP_SPECIALIZE=bool(ws and ws[0]))
+                 WARP_SPECIALIZE=bool(ws and ws[0]), DEPENDENT=True)
     if has_d:
         const["stride_dn"] = 1
     if not c_tma:
@@ -123,7 +123,8 @@ def compile_plain(dtype: str, precision: str, config, b_k_major: bool, has_d: bo
     of unit column stride, sizes and other strides multiples of 16, no VEC hint."""
     unit = ["stride_ak", "stride_cn", "stride_dn", "stride_bk" if b_k_major else "stride_bn"]
     const = dict(PRECISION=precision, HAS_D=has_d, UPCAST=False, INT64=False, ACTIVATION=0,
-                 VEC=0, B_K_MAJOR=b_k_major, **config.kwargs, **dict.fromkeys(unit, 1))
+                 VEC=0, B_K_MAJOR=b_k_major, DEPENDENT=arch == "sm_90a", **config.kwargs,
+                 **dict.fromkeys(unit, 1))
     sig = {name: f"*{dtype}" if name.endswith("_ptr") else "fp32" if name in ("alpha", "beta")
            else "i32" for name in _matmul_kernel.arg_names}
     divisible = [n for n in _matmul_kernel.arg_names if n not in const and sig[n] != "fp32"

@@ -450,3 +450,33 @@ def test_2d_calls_replay_and_match_float64(dtype):
         assert_close(triton_gemm.linear(x, w, bias, precision=precision),
                      x.double() @ w.double().T + bias.double(), dtype, precision, "linear")
     assert launch_cache.stats["replayed"] - replayed == len(shapes) + 1
+
+
+def test_dependent_launch_only_on_hopper_gpus():
+    """Programmatic dependent launch (common.dependent_launch) needs sm_90 and compiled
+    kernels: never off CUDA or in the interpreter, and on a GPU exactly from capability 9."""
+    assert not common.dependent_launch("cpu")
+    assert common.dependent_meta("cpu") == {"DEPENDENT": False, "launch_pdl": False}
+    if common.INTERPRETER or not torch.cuda.is_available():
+        return
+    hopper = torch.cuda.get_device_capability()[0] >= 9
+    assert common.dependent_launch("cuda") == hopper
+
+
+@gpu_only
+def test_staged_products_launch_dependent_on_hopper():
+    """A staged tf32 product (B's K-major copy, then the persistent kernel) and a split-K
+    product (partials, then the reduce) record launches made with launch_pdl on Hopper,
+    and none elsewhere; their results match float64 (the tests above check replays)."""
+    hopper = torch.cuda.get_device_capability()[0] >= 9
+    for m, n, k, precision in [(1000, 1000, 1000, "tf32"), (128, 128, 16384, "half")]:
+        dtype = torch.float32 if precision == "tf32" else torch.float16
+        a, b = randn(1, m, k, dtype=dtype), randn(1, k, n, dtype=dtype)
+        out = torch.full((1, m, n), float("nan"), dtype=dtype, device="cuda")
+        launch_cache.clear()
+        launch_cache.run(a, b, out, precision=precision)
+        (recipe,) = launch_cache._recipes.values()
+        assert len(recipe.launches) == 2
+        assert all(launch.compiled.metadata.launch_pdl == hopper for launch in recipe.launches)
+        assert_close(out, a.double() @ b.double(), dtype,
+                     precision if dtype == torch.float32 else None, f"{m}x{n}x{k}")

@@ -331,6 +331,42 @@ def flags(count: int, device) -> torch.Tensor:
     return buffer
 
 
+@functools.lru_cache(maxsize=None)
+def _capability(device_index: int) -> tuple:
+    return torch.cuda.get_device_capability(device_index)
+
+
+def dependent_launch(device) -> bool:
+    """Whether a kernel that reads what the kernel before it on the stream wrote may be
+    launched with programmatic dependent launch (triton's launch_pdl: CUDA's programmatic
+    stream serialization), starting while that kernel drains and waiting for its writes
+    with gdc_wait: Hopper or newer (compute capability 9), not the interpreter.
+
+    Why: a product's second kernel (split-K's reduce, the kernel after a staged copy)
+    started 1.0-1.8 us after the first ended, where cuBLAS's reduce starts as its split-K
+    kernel ends. perf/timeline.py, H100, eager spans, us, without -> with (cuBLAS):
+    128x128x16384 fp16 9.3 -> 8.2 (7.9), 128x128x65536 fp16 16.8 -> 15.4 (16.2), 4097^3 tf32
+    475.1 -> 470.5 (1172); the gaps read -0.1 to -0.2 (the kernels overlap by their launch).
+    Each kernel waits first thing, so nothing it touches can race the kernel before it.
+    Letting the next kernel's programs start early as well (gdc_launch_dependents at the
+    start of the copy and split-K kernels) was slower: 256x256x32768 fp16 22.5 against
+    19.8, 4097^3 tf32's persistent kernel 401 against 377."""
+    if INTERPRETER:
+        return False
+    device = torch.device(device)
+    if device.type != "cuda":
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return _capability(index)[0] >= 9
+
+
+def dependent_meta(device) -> dict:
+    """A launch's DEPENDENT constexpr and launch_pdl option (dependent_launch): the kernels
+    that take DEPENDENT wait with gdc_wait before touching memory when it is set."""
+    dependent = dependent_launch(device)
+    return {"DEPENDENT": dependent, "launch_pdl": dependent}
+
+
 def current_device() -> int:
     return _driver.active.get_current_device()
 

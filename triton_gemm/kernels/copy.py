@@ -14,8 +14,9 @@ from typing import NamedTuple
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
 
-from .common import INTERPRETER, run_kernel, workspace
+from .common import INTERPRETER, dependent_meta, run_kernel, workspace
 
 # Tile per program: 64 x 64 elements (16 KB of fp32) with 4 warps, a tile transposed
 # through shared memory when source and destination are contiguous along different axes.
@@ -35,13 +36,16 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, src2_ptr, dst2_p
                  STRIP_NP: tl.constexpr,
                  STRIP_FMA: tl.constexpr, STRIP_COLS: tl.constexpr, UPCAST: tl.constexpr,
                  SECOND: tl.constexpr, SPLIT_TF32_2: tl.constexpr, REMAINDER_2: tl.constexpr,
-                 BR: tl.constexpr, BC: tl.constexpr):
+                 BR: tl.constexpr, BC: tl.constexpr, DEPENDENT: tl.constexpr):
     """One or two copies in one launch: programs 0 .. FIRST_PROGRAMS - 1 run the first
     (_copy_tile with src_ptr ... d_c), and with SECOND the rest run the second (src2_ptr,
     dst2_ptr, lo2_ptr, ROWS2 ... d2_c; SPLIT_TF32_2, REMAINDER_2; no strip). Why one launch:
     a product that stages both operands then waits on one launch less, host and GPU alike.
     perf/copy_probe.py --pair, H100, A padded and B K-major (fp32), us eager, two launches
-    against one: 127x8191x509 16.9 -> 13.6, 4097^3 97.5 -> 93.9."""
+    against one: 127x8191x509 16.9 -> 13.6, 4097^3 97.5 -> 93.9. DEPENDENT: see
+    common.dependent_launch."""
+    if DEPENDENT:
+        gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     pid = tl.program_id(0).to(tl.int64)
     in_second = False  # a compile-time False without SECOND: no second copy compiled
     if SECOND:
@@ -219,7 +223,8 @@ def launch(first: Job, second: Job | None = None, strip=None, partials=None,
                 # The interpreter's dot takes no bf16.
                 "UPCAST": INTERPRETER and src.dtype == torch.bfloat16,
                 "SECOND": second is not None, "SPLIT_TF32_2": two.lo is not None,
-                "REMAINDER_2": two.remainder, "BR": br, "BC": bc, "num_warps": warps})
+                "REMAINDER_2": two.remainder, "BR": br, "BC": bc, "num_warps": warps,
+                **dependent_meta(src.device)})
 
 
 def padded_job(src: torch.Tensor, shape: tuple) -> Job:

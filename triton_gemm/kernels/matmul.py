@@ -5,10 +5,11 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch, make_tuners,
-                     needs_int64, tuning_args)
+from .common import (AUTOTUNE, INTERPRETER, dependent_meta, dot_precision, epilogue_input,
+                     launch, make_tuners, needs_int64, tuning_args)
 from .epilogue import finish
 
 
@@ -25,6 +26,7 @@ def _matmul_kernel(
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, UPCAST: tl.constexpr, INT64: tl.constexpr,
     ACTIVATION: tl.constexpr, VEC: tl.constexpr, B_K_MAJOR: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+    DEPENDENT: tl.constexpr,
 ):
     """One BM x BN tile of C[batch] = alpha * A[batch] @ B[batch] (+ beta * D[batch]).
 
@@ -43,7 +45,10 @@ def _matmul_kernel(
     (B_K_MAJOR: stride_bk is 1) or N-contiguous (stride_bn is 1), their other strides, K
     and (B N-contiguous) NB multiples of VEC elements (16 bytes), so the loads stay 16
     bytes wide (fp16 K = 1000).
+    DEPENDENT: see common.dependent_launch.
     """
+    if DEPENDENT:
+        gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
@@ -176,7 +181,7 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     vec, b_k_major = vector_width(a, b, k, nb)
     meta = dict(PRECISION=dot_prec, HAS_D=has_d, INT64=int64, ACTIVATION=activation,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, VEC=vec,
-                B_K_MAJOR=b_k_major)
+                B_K_MAJOR=b_k_major, **dependent_meta(a.device))
 
     def grid(meta_):
         return (batch * triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"]),)

@@ -16,11 +16,12 @@ import functools
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch,
-                     make_tuners, tuning_args)
+from .common import (AUTOTUNE, INTERPRETER, dependent_meta, dot_precision, epilogue_input,
+                     launch, make_tuners, tuning_args)
 from .epilogue import finish
 
 # TMA requires 16-byte aligned base addresses and row strides.
@@ -170,7 +171,7 @@ def _persistent_kernel(
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
     SPLIT: tl.constexpr, HI_FLUSH_K: tl.constexpr, HALF_TAIL: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-    EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, DEPENDENT: tl.constexpr,
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K) @ B (+ beta * D).
 
@@ -192,12 +193,15 @@ def _persistent_kernel(
     whole wave, when at most half a wave, run as twice as many BM x BN/2 tiles (bt_desc,
     ct_desc: B and C with those blocks), so that last wave takes about half as long
     (half_tail_tiles).
+    DEPENDENT: see common.dependent_launch.
     """
     tl.static_assert(not (SPLIT and HALF_TAIL))
     if SPLIT:
         # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
         # dot(a, b, acc): every add in the tensor core again.
         tl.static_assert(HI_FLUSH_K % (2 * BK) == 0)
+    if DEPENDENT:
+        gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
 
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
@@ -427,7 +431,8 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
                 D_ROW=_d_row(has_d, d), A_M_MAJOR=_a_m_major(a), B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation, C_TMA=c_tma, SPLIT=split,
-                HI_FLUSH_K=hi_flush_k(k) if split else 0, HALF_TAIL=half_tail)
+                HI_FLUSH_K=hi_flush_k(k) if split else 0, HALF_TAIL=half_tail,
+                **dependent_meta(a.device))
 
     def grid(meta_):
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])

@@ -32,8 +32,10 @@ import triton
 import triton.language as tl
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, launch, make_tuners,
-                     needs_int64, run_kernel, tuning_args, workspace)
+from triton.language.extra.cuda import gdc_wait
+
+from .common import (AUTOTUNE, INTERPRETER, dependent_meta, dot_precision, epilogue_input,
+                     launch, make_tuners, needs_int64, run_kernel, tuning_args, workspace)
 from .epilogue import finish
 
 
@@ -45,11 +47,15 @@ def _splitk_partial_kernel(
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, UPCAST: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
+    DEPENDENT: tl.constexpr,
 ):
     """W[s] = A[:, Ks] @ B[Ks, :] for K slice s (a multiple of BK long). A (M, K), B (K, N)
     with any strides; W (SPLIT, M, N) contiguous fp32. Grid: (SPLIT * tiles,), tiles
     fastest, so the programs of one slice run together and share its A and B in L2.
-    HAS_D is only read by the autotuner's key (the partial kernel has no epilogue)."""
+    HAS_D is only read by the autotuner's key (the partial kernel has no epilogue).
+    DEPENDENT: see common.dependent_launch."""
+    if DEPENDENT:
+        gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     pid = tl.program_id(0)
     num_pid_n = tl.cdiv(N, BN)
     tiles = tl.cdiv(M, BM) * num_pid_n
@@ -95,14 +101,16 @@ def _splitk_reduce_kernel(
     stride_cm, stride_cn, stride_dm, stride_dn,
     alpha, beta,
     HAS_D: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_P2: tl.constexpr,
-    BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr, DEPENDENT: tl.constexpr,
 ):
     """C = act(alpha * sum_s W[s] + beta * D) over BLOCK consecutive elements of the
     row-major (M, N) index space per program. All SPLIT slices are loaded at once as one
     (SPLIT_P2, BLOCK) tile (SPLIT_P2: SPLIT rounded up to a power of two) and summed by
     tl.sum, whose fixed reduction tree keeps results bitwise reproducible; a loop over
     slices would serialise SPLIT dependent loads (40 us of 56 at 128x128x65536, 32 slices,
-    4 programs)."""
+    4 programs). DEPENDENT: see common.dependent_launch."""
+    if DEPENDENT:
+        gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     inside = offs < M * N
     slices = tl.arange(0, SPLIT_P2)
@@ -161,7 +169,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     work = workspace((max_split, m, n), torch.float32, a.device)
     args = (a, b, work, m, n, k, *a.stride(), *b.stride(), *tuning)
     meta = dict(PRECISION=dot_prec, HAS_D=has_d,
-                UPCAST=INTERPRETER and a.dtype == torch.bfloat16)
+                UPCAST=INTERPRETER and a.dtype == torch.bfloat16, **dependent_meta(a.device))
 
     def grid(meta_):
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
@@ -186,6 +194,6 @@ def reduce(work, split: int, out, d=None, *, alpha=1.0, beta=0.0, activation=0):
                (work, out, d, m, n, split, *out.stride(), *d.stride(),
                 float(alpha), float(beta)),
                {"HAS_D": has_d, "ACTIVATION": activation, "SPLIT_P2": split_p2,
-                "BLOCK": block, "num_warps": 4})
+                "BLOCK": block, "num_warps": 4, **dependent_meta(out.device)})
     return out
 
