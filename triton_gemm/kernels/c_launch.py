@@ -61,13 +61,14 @@ class Descriptor(NamedTuple):
     encoded: dict             # base address -> expanded arguments (common.cached_encoder's)
 
     def expanded(self, address: int) -> list:
+        """The launcher's arguments for this descriptor around address: from encoded, or
+        encoded now through triton's (cached, common.cached_encoder) encoder, which keeps
+        it there."""
         hit = self.encoded.get(address)
         if hit is None:
-            if len(self.encoded) >= common.ENCODED_MAX:
-                self.encoded.clear()
-            hit = self.encoded[address] = common.encode_descriptor(common._ReplayDescriptor(
-                common._Address(address), self.shape, self.strides, self.padding),
-                self.metadata)
+            hit = common.encode_descriptor(common._ReplayDescriptor(
+                common._Address(address), self.shape, self.strides, self.padding,
+                self.encoded), self.metadata)
         return hit
 
 

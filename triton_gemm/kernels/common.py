@@ -223,11 +223,11 @@ def cached_encoder(encode):
 
 
 def encode_descriptor(arg, metadata) -> list:
-    """triton's make_tensordesc_arg without cached_encoder's cache: the launcher's arguments
-    for descriptor arg (a TensorDescriptor or _ReplayDescriptor)."""
+    """The launcher's arguments for descriptor arg (a TensorDescriptor or _ReplayDescriptor)
+    through triton's make_tensordesc_arg as installed (cached_encoder, which keeps a
+    _ReplayDescriptor's encoding in its dict)."""
     from triton.backends.nvidia import driver as nvidia_driver
-    encode = nvidia_driver.make_tensordesc_arg
-    return getattr(encode, "uncached", encode)(arg, metadata)
+    return nvidia_driver.make_tensordesc_arg(arg, metadata)
 
 
 def _install_cached_encoder() -> None:

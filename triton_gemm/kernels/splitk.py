@@ -15,7 +15,8 @@ tile's partials in slice order (a tile counter; reproducible too) was tried and 
 one program reading SPLIT partial tiles from L2 is slower than a reduce kernel spread over
 the GPU. perf/timeline.py, tuned configs, us, one launch against the two (separate runs of
 one session): 128x128x16384 fp16 11.5 against 5.3 + 2.0 (and the gap), 128x128x65536 fp16
-22.9 against 13.6 + 2.0, 256x256x32768 fp16 20.5 against 16.5 + 3.6.
+22.9 against 13.6 + 2.0, 256x256x32768 fp16 20.5 against 16.5 + 3.6. On Hopper the reduce
+now launches dependent on the partials (common.dependent_launch) and starts as they end.
 
 Nor are the operands read through TMA descriptors: a probe kernel (not kept) of the same
 configs with descriptor loads (H100, fp16, CUDA-graph time, L2 flushed, us, TMA against
