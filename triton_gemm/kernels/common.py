@@ -345,8 +345,9 @@ def dependent_launch(device) -> bool:
     Why: a product's second kernel (split-K's reduce, the kernel after a staged copy)
     started 1.0-1.8 us after the first ended, where cuBLAS's reduce starts as its split-K
     kernel ends. perf/timeline.py, H100, eager spans, us, without -> with (cuBLAS):
-    128x128x16384 fp16 9.3 -> 8.2 (7.9), 128x128x65536 fp16 16.8 -> 15.4 (16.2), 4097^3 tf32
-    475.1 -> 470.5 (1172); the gaps read -0.1 to -0.2 (the kernels overlap by their launch).
+    128x128x16384 fp16 9.3 -> 8.2 (7.9), 128x128x65536 fp16 16.8 -> 15.4 (16.2); 4097^3 tf32
+    470.5 (1172) against 475.1 with 1.8-us gaps a session before. The gaps read -0.1 to
+    -0.2 (the kernels overlap by their launch).
     Each kernel waits first thing, so nothing it touches can race the kernel before it.
     Letting the next kernel's programs start early as well (gdc_launch_dependents at the
     start of the copy and split-K kernels) was slower: 256x256x32768 fp16 22.5 against
