@@ -4,13 +4,15 @@ and the library's own choice: the measurement behind new tiles and dispatch thre
     python perf/tile_probe.py --case 128,4096,4096,nt --precision fp16
     python perf/tile_probe.py --case 128,4096,4096,nt --only persistent
     python perf/tile_probe.py --case 128,128,65536 --only splitk --splitk 64,64,128,64,4,4
+    python perf/tile_probe.py --case 256,256,32768 --only splitk --graph
     python perf/tile_probe.py --case 16,8192,8192,nt --precision ieee --only gemv --gemv 8,2,2
     python perf/tile_probe.py --case 64,8192,8192,nt --precision ieee --only splitk --transposed
 
 Each config is first checked against float64 on a NaN-poisoned output, then timed with
 bench.gpu_median_ms (median, L2 flushed: operands come from memory, as in the report's
-eager column). Prints microseconds, ratio to cuBLAS and the operand bytes per second, after
-the time torch.sum takes to read as many bytes under the same flush. GPU only.
+eager column), or with --graph replayed from a CUDA graph after the same flush. Prints
+microseconds, ratio to cuBLAS and the operand bytes per second, after the time torch.sum
+takes to read as many bytes under the same flush. GPU only.
 """
 
 from __future__ import annotations
@@ -148,7 +150,10 @@ def _splitk_candidates(tiles, word: int, prec: str, transposed=None) -> list:
 
 
 def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
-          plain=None, gemv=None, transposed=False) -> None:
+          plain=None, gemv=None, transposed=False, graph=False) -> None:
+    """graph: time each call replayed from a CUDA graph (bench.cold_graph_ms: GPU time
+    only, L2 flushed the same way), not launched eagerly."""
+    timer = bench.cold_graph_ms if graph else bench.gpu_median_ms
     dtype = bench.DTYPES[precision]
     a, b = bench.make_operands(case, dtype, "cuda")[0]
     m, n, k = case.m, case.n, case.k
@@ -175,11 +180,11 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
         if not err <= tol:
             print(f"  {label:40s} WRONG: rel error {err:.1e} > {tol:.1e}")
             return None
-        us = bench.gpu_median_ms(lambda: fn(a, b, c)) * 1e3
+        us = timer(lambda: fn(a, b, c)) * 1e3
         return us, err
 
     with bench.cublas_precision(precision):
-        base = bench.gpu_median_ms(lambda: a @ b) * 1e3
+        base = timer(lambda: a @ b) * 1e3
         print(f"  {'cublas':40s} {base:8.1f} us  1.00x  {nbytes / base / 1e6:5.2f} TB/s  "
               f"error {rel_error(a @ b, ref):.1e}")
     lib = None if precision in ("fp16", "bf16") else precision
@@ -242,6 +247,9 @@ def main(argv=None) -> int:
                              "16-bit operands)")
     parser.add_argument("--gemv", action="append", default=None, metavar="BN,WARPS,UNROLL",
                         help="GEMV tiles to try instead of configs.GEMV_TILES (ieee)")
+    parser.add_argument("--graph", action="store_true",
+                        help="time CUDA-graph replays (GPU time only; eager launches of "
+                             "~10 us kernels time the host as much as the kernel)")
     parser.add_argument("--transposed", action="store_true",
                         help="ieee: run the split-K tiles on C^T = W A^T with A^T copied "
                              "row-major (dispatch.FMA_TRANSPOSED; BK as given)")
@@ -260,7 +268,7 @@ def main(argv=None) -> int:
         m, n, k, *layout = spec.split(",")
         probe(Case(int(m), int(n), int(k), layout[0] if layout else "nn"), args.precision,
               set(args.only.split(",")), tiles, specs(args.splitk), specs(args.plain),
-              specs(args.gemv), args.transposed)
+              specs(args.gemv), args.transposed, args.graph)
     return 0
 
 

@@ -229,6 +229,14 @@ _SPLITK_HALF_TILES = (
     ("k_128x64x128_s32", 128, 64, 128, 32, 4, 4),
     ("k_128x64x128_s64", 128, 64, 128, 64, 4, 4),
     ("k_64x128x64_s8", 64, 128, 64, 8, 4, 4),
+    # 256x256x32768: 8 tiles x 16 slices, one program per SM, half the partials of 128x128
+    # s32. H100, CUDA-graph time after an L2 flush, us (a probe of pinned configs, not kept;
+    # these two, then k_128x128x64_s32, the tuner's choice before them; cuBLAS): fp16 21.0,
+    # 21.0, 24.1 (19.7); bf16 21.0, 21.1, 23.1 (20.2); tf32 nt (BK halved) 33.2, 32.4, 36.2
+    # (39.1). As tuned after (perf/tile_probe.py --graph): fp16 k_128x64x64_s16 20.7 (19.7),
+    # tf32 nt k_64x128x128_s16 32.6 (39.0); the report's splitk row 0.85x -> 0.99x eager.
+    ("k_64x128x128_s16", 64, 128, 128, 16, 4, 4),
+    ("k_128x64x64_s16", 128, 64, 64, 16, 4, 6),
     ("k_128x128x64_s16", 128, 128, 64, 16, 8, 4),
     ("k_128x128x64_s32", 128, 128, 64, 32, 8, 4),
     ("k_32x64x128_s128", 32, 64, 128, 128, 4, 3),

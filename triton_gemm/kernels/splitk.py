@@ -21,7 +21,14 @@ now launches dependent on the partials (common.dependent_launch) and starts as t
 Nor are the operands read through TMA descriptors: a probe kernel (not kept) of the same
 configs with descriptor loads (H100, fp16, CUDA-graph time, L2 flushed, us, TMA against
 pointers) ran 128x128x65536 64x64x128 s32 18.9 vs 19.7, 256x256x32768 128x128x64 s32 23.3 vs
-24.0 and 128x128x16384 64x64x128 s16 11.9 vs 12.3: within run-to-run noise.
+24.0 and 128x128x16384 64x64x128 s16 11.9 vs 12.3: within run-to-run noise. Nor does the
+persistent TMA kernel take K slices: a probe of it (not kept) writing each slice's partial
+for this reduce matched these kernels config for config (fifteenth session, H100, CUDA-graph
+time after an L2 flush, us, sliced persistent against pointers: 256x256x32768 fp16 128x64x64
+s16 21.1 vs 21.0, 64x128x128 s16 20.5 vs 21.0; 128x128x65536 64x64x128 s32 19.4 vs 19.6),
+won only at 512x512x16384 fp16 (64x128x128 s8 24.8 against the pointer kernel's best 26.0;
+cuBLAS 22.4), and slowed products with too few tiles (1000^3 fp16 128x128x64: 14.0 unsliced,
+17.1 in two slices, 20.0 in three; cuBLAS 10.7).
 """
 
 from __future__ import annotations
