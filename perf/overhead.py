@@ -128,7 +128,8 @@ def main(argv=None) -> None:
         ("ops.gemm_impl (2-D, as matmul)", lambda: ops.gemm_impl(a, b, None, 1.0, 0.0, prec)),
         ("ops.gemm_impl (batch of 1)", lambda: ops.gemm_impl(a3, b3, None, 1.0, 0.0, prec)),
         ("launch_cache.run (replay)", lambda: launch_cache.run(a3, b3, out, precision=prec)),
-        (f"_replay, direct ({len(recipe.direct)} launches)",
+        (f"_replay, direct ({len(recipe.direct)} launches)" if recipe.direct else
+         "_replay (cannot go direct here)",
          lambda: launch_cache._replay(recipe, (a3, b3, out, None), device)),
         (f"_replay, triton's launcher ({len(recipe.launches)})",
          lambda: launch_cache._replay(through_triton, (a3, b3, out, None), device)),

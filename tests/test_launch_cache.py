@@ -7,7 +7,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from conftest import gpu_only, randn
 from triton_gemm import launch_cache
-from triton_gemm.kernels import common
+from triton_gemm.kernels import common, persistent
 from triton_gemm.tolerances import assert_close
 
 
@@ -375,7 +375,6 @@ def test_fringe_plans_replay_with_their_strips():
     fringe); the strip is a view inside the staged copies, and the call still replays:
     the second call, on new operands, is a replay and matches float64 as the first did."""
     from triton_gemm import dispatch
-    from triton_gemm.kernels import persistent
     sms, tma = persistent.gpu_sms(torch.device("cuda"))
     a, b = randn(1, 4097, 4097, dtype=torch.float16), randn(1, 4097, 4097, dtype=torch.float16)
     if dispatch.plan(a, b, "half", sms, tma).core is None:
@@ -398,7 +397,6 @@ def test_transposed_fma_plans_replay_with_their_copy_of_a():
     copied (dispatch.FMA_TRANSPOSED), 24 rows: padded rows in the copy, a bias epilogue.
     The second call, on new operands, is a replay and matches float64 as the first did."""
     from triton_gemm import dispatch
-    from triton_gemm.kernels import persistent
     sms, tma = persistent.gpu_sms(torch.device("cuda"))
     m, n, k = 24, dispatch.THIN_MIN_N, dispatch.SPLITK_MIN_K
     a, w = randn(1, m, k), randn(1, n, k)
@@ -454,13 +452,21 @@ def test_2d_calls_replay_and_match_float64(dtype):
 
 def test_dependent_launch_only_on_hopper_gpus():
     """Programmatic dependent launch (common.dependent_launch) needs sm_90 and compiled
-    kernels: never off CUDA or in the interpreter, and on a GPU exactly from capability 9."""
+    kernels: never off CUDA or in the interpreter, and on a GPU exactly from capability 9,
+    where the persistent TMA kernel runs too (common.hopper, persistent.gpu_sms)."""
     assert not common.dependent_launch("cpu")
+    assert common.capability("cpu") is None and not common.hopper("cpu")
     assert common.dependent_meta("cpu") == {"DEPENDENT": False, "launch_pdl": False}
-    if common.INTERPRETER or not torch.cuda.is_available():
+    if not torch.cuda.is_available():
         return
+    if common.INTERPRETER:
+        assert common.capability("cuda") is None and not common.dependent_launch("cuda")
+        return
+    assert common.capability("cuda") == torch.cuda.get_device_capability()
+    assert common.capability(torch.device("cuda", 0)) == torch.cuda.get_device_capability(0)
     hopper = torch.cuda.get_device_capability()[0] >= 9
-    assert common.dependent_launch("cuda") == hopper
+    assert common.dependent_launch("cuda") == common.hopper("cuda") == hopper
+    assert persistent.gpu_sms(torch.device("cuda"))[1] == hopper
 
 
 @gpu_only

@@ -68,7 +68,7 @@ from .kernels import gemv as _gemv
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
-from .kernels.common import INTERPRETER
+from .kernels.common import INTERPRETER, capability
 from .kernels.copy import TILE as COPY_TILE
 from .kernels.copy import copy_jobs, padded_job, remainder_job, split_job
 
@@ -435,8 +435,7 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
     n = b.shape[2]
     if p.split_tf32:
         kp = padded_extent(k, 4)
-        raw = raw_side(a, b, kp, None if INTERPRETER or a.device.type != "cuda"
-                       else torch.cuda.get_device_capability(a.device))
+        raw = raw_side(a, b, kp, capability(a.device))
         a_job = (remainder_job if raw == "a" else split_job)(a, (batch, m, kp))
         b_job = (remainder_job if raw == "b" else split_job)(b.transpose(1, 2), (batch, n, kp))
         copy_jobs(a_job, b_job)

@@ -336,6 +336,25 @@ def _capability(device_index: int) -> tuple:
     return torch.cuda.get_device_capability(device_index)
 
 
+def capability(device) -> tuple | None:
+    """The (major, minor) compute capability of a CUDA device; None off CUDA and in the
+    interpreter, where no kernel runs on a GPU."""
+    if INTERPRETER:
+        return None
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    return _capability(device.index if device.index is not None
+                       else torch.cuda.current_device())
+
+
+def hopper(device) -> bool:
+    """Hopper or newer (compute capability 9 and up): TMA, wgmma and programmatic
+    dependent launch."""
+    cap = capability(device)
+    return cap is not None and cap[0] >= 9
+
+
 def dependent_launch(device) -> bool:
     """Whether a kernel that reads what the kernel before it on the stream wrote may be
     launched with programmatic dependent launch (triton's launch_pdl: CUDA's programmatic
@@ -352,13 +371,7 @@ def dependent_launch(device) -> bool:
     Letting the next kernel's programs start early as well (gdc_launch_dependents at the
     start of the copy and split-K kernels) was slower: 256x256x32768 fp16 22.5 against
     19.8, 4097^3 tf32's persistent kernel 401 against 377."""
-    if INTERPRETER:
-        return False
-    device = torch.device(device)
-    if device.type != "cuda":
-        return False
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    return _capability(index)[0] >= 9
+    return hopper(device)
 
 
 def dependent_meta(device) -> dict:

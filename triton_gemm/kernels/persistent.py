@@ -20,8 +20,8 @@ from triton.language.extra.cuda import gdc_wait
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, dependent_meta, dot_precision, epilogue_input,
-                     launch, make_tuners, tuning_args)
+from .common import (AUTOTUNE, INTERPRETER, capability, dependent_meta, dot_precision,
+                     epilogue_input, hopper, launch, make_tuners, tuning_args)
 from .epilogue import finish
 
 # TMA requires 16-byte aligned base addresses and row strides.
@@ -343,10 +343,10 @@ def _num_sms(device_index: int) -> int:
 def gpu_sms(device: torch.device) -> tuple[int | None, bool]:
     """(SM count, whether TMA runs there: Hopper or newer, compute capability 9); (None,
     False) off CUDA and in the interpreter."""
-    if INTERPRETER or device.type != "cuda":
+    if capability(device) is None:
         return None, False
     index = device.index if device.index is not None else torch.cuda.current_device()
-    return _num_sms(index), torch.cuda.get_device_capability(index)[0] >= 9
+    return _num_sms(index), hopper(device)
 
 
 def _tma_ok(t: torch.Tensor, row_stride: int) -> bool:
