@@ -213,10 +213,11 @@ def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int)
 # ieee (FMA, BK 32) 32x64 s128 26.1, 64x64 s64 57.6 (cuBLAS SGEMM 31.6).
 # tf32 with a row-major B (nn) tunes to the 16- and 32-row tiles: wgmma reads fp32 operands
 # K-major only, so larger tiles re-lay B in shared memory, while 16 or 32 rows are too few
-# for wgmma (64 a warpgroup) and run mma.sync on B as laid out. 256x256x32768 tf32 nn: 16x128x64 s8 56.7, 128x64x64 s32
-# 67.1, 128x128x32 s32 68.3, 64x64x64 s16 105.1 (cuBLAS 37.0, an sm80 mma.sync kernel);
-# 128x128x32 s32 on a K-major B (nt) 36.2, CUDA-graph time (cuBLAS 37.8). A probe running a
-# 64-row tile as four batched 16-row dots (mma.sync) took 69.4 there: not kept.
+# for wgmma (64 a warpgroup) and run mma.sync on B as laid out. 256x256x32768 tf32 nn:
+# 16x128x64 s8 56.7, 128x64x64 s32 67.1, 128x128x32 s32 68.3, 64x64x64 s16 105.1 (cuBLAS
+# 37.0, an sm80 mma.sync kernel); 128x128x32 s32 on a K-major B (nt) 36.2, CUDA-graph time
+# (cuBLAS 37.8). A probe running a 64-row tile as four batched 16-row dots (mma.sync) took
+# 69.4 there: not kept.
 _SPLITK_HALF_TILES = (
     ("k_16x128x128_s4", 16, 128, 128, 4, 4, 4),
     ("k_16x128x128_s8", 16, 128, 128, 8, 4, 4),

@@ -38,10 +38,9 @@ import functools
 import torch
 import triton
 import triton.language as tl
-
-from .. import configs
 from triton.language.extra.cuda import gdc_wait
 
+from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dependent_meta, dot_precision, epilogue_input,
                      launch, make_tuners, needs_int64, run_kernel, tuning_args, workspace)
 from .epilogue import finish
