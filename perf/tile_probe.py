@@ -83,9 +83,9 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
                transposed=None) -> list[tuple[str, str, callable]]:
     """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent, splitk,
     plain, gemv: tiles replacing PERSISTENT, SPLITK, PLAIN, configs.GEMV_TILES). tf32x3:
-    persistent split configs only, on halves ((A hi, A lo), (B hi, B lo)) staged by
-    dispatch.stage; ieee: SIMT_PLAIN, the GEMV configs and the split-K tiles given, the
-    SIMT tiles on fma_staged (3-D A, B) where given: the copies the library's plan makes;
+    persistent split configs on halves ((A hi, A lo), (B hi, B lo)) staged by
+    dispatch.stage, and the split-K tiles given; ieee: SIMT_PLAIN, the GEMV configs and the
+    split-K tiles given, the SIMT tiles on fma_staged (3-D A, B) where given: the copies the library's plan makes;
     transposed ((W, A^T) 2-D: dispatch.FMA_TRANSPOSED's operands): the split-K tiles (the
     simt family's FMA tiles unless given) run C^T = W A^T instead."""
     word = BK_DIVISOR[precision]
@@ -122,7 +122,9 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
         out.append(("persistent", (f"{bm}x{bn}x{bk // word} w{w} s{st}"
                                    f"{' sub' if sub else ''}{' ws' if ws else ''}"), fn))
     if halves:
-        return out
+        # Split-K tiles given run tf32x3 split in the K loop on the operands as given
+        # (the library's split-K path), BK halved as for tf32.
+        return out + _splitk_candidates(splitk or (), BK_DIVISOR["tf32"], prec)
     out += _splitk_candidates(splitk or SPLITK, word, prec)
     for bm, bn, bk, w, st in plain or PLAIN:
         cfg = configs._config(("", bm, bn, bk // word, w, st))

@@ -100,6 +100,17 @@ def test_fp32_tensor_core_operands_are_staged_k_major_for_large_problems():
         dispatch.Plan(False, True, False)
 
 
+def test_small_fp32_tensor_core_products_run_as_given():
+    side = round(dispatch.STAGE_MIN_MNK ** (1 / 3))
+    for precision in ("tf32", "tf32x3"):
+        assert dispatch.plan(*_ops(side, side, side), precision) == \
+            dispatch.Plan(False, False, True)
+        # One aligned step (16) under it, along K or M: as given.
+        assert dispatch.plan(*_ops(side, side, side - 16), precision) == dispatch.PLAIN
+        assert dispatch.plan(*_ops(side - 16, side, side, "col", "col"), precision) == \
+            dispatch.PLAIN
+
+
 PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
          dispatch.Plan(False, True, True), dispatch.Plan(False, False, True),
          dispatch.Plan(True, True, True, True), dispatch.Plan(False, True, True, True),

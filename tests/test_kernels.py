@@ -379,6 +379,30 @@ def test_every_splitk_config(family, tile, dtype, precision):
     assert_close(out, ref, dtype, None if precision == "half" else precision, tile[0])
 
 
+# The two-warp tf32 split-K tiles run mma.sync on B as laid out: row-major B is their case.
+SPLITK_TWO_WARP = [t for t in configs.splitk_tiles("tf32") if t[5] == 2]
+
+
+@requires_kernels
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("tile", SPLITK_TWO_WARP, ids=[t[0] for t in SPLITK_TWO_WARP])
+def test_two_warp_splitk_configs_on_row_major_b(tile, precision):
+    """Each two-warp split-K config with a row-major B (nn), K not a whole number of
+    slices, and the addmm epilogue."""
+    config = configs.splitk_configs("tf32")[configs.splitk_tiles("tf32").index(tile)]
+    a = randn(SM, SK, dtype=torch.float32)
+    b = randn(SK, SN, dtype=torch.float32)
+    d = randn(SM, SN, dtype=torch.float32)
+    out = poisoned(SM, SN, dtype=torch.float32)
+    splitk.matmul_2d(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, config=config)
+    ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
+    assert_close(out, ref, torch.float32, precision, tile[0])
+
+
+def test_two_warp_splitk_tiles_exist():
+    assert SPLITK_TWO_WARP, "the tf32 family has no two-warp (mma.sync) split-K tile"
+
+
 @requires_kernels
 @pytest.mark.parametrize("m,n,k", [(1, 64, 700), (17, 33, 2000), (64, 48, 129)])
 def test_splitk_default_config_is_reproducible(m, n, k):

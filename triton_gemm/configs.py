@@ -60,6 +60,10 @@ _TF32_TILES = (
     ("t_64x64x32", 64, 64, 32, 4, 5),
     ("t_16x128x64", 16, 128, 64, 4, 4),
     ("t_32x128x32", 32, 128, 32, 4, 4),
+    # Small products with a row-major B, run as given: mma.sync reads B as laid out (see
+    # _SPLITK_MMA_TILES). perf/tile_probe.py --graph, H100, 512^3 tf32 nn, us: 9.9, against
+    # 12.6 for the library's K-major copy and t_16x128x64 (cuBLAS 10.7).
+    ("t_32x64x32_w2", 32, 64, 32, 2, 4),
 )
 
 # SIMT fp32: no tensor cores, so big register tiles and shallow K; 128x128 with 8 warps is
@@ -211,13 +215,13 @@ def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int)
 # 64x64 s32 16.5, 128x64 s32 14.0 (12.5). A 64x64 output needs 128 slices of a 32x64 tile
 # to fill the SMs: 64x64x65536 tf32 32x64 s128 20.8, 64x64 s128 23.3, 64x64 s64 34.7 (24.9);
 # ieee (FMA, BK 32) 32x64 s128 26.1, 64x64 s64 57.6 (cuBLAS SGEMM 31.6).
-# tf32 with a row-major B (nn) tunes to the 16- and 32-row tiles: wgmma reads fp32 operands
-# K-major only, so larger tiles re-lay B in shared memory, while 16 or 32 rows are too few
-# for wgmma (64 a warpgroup) and run mma.sync on B as laid out. 256x256x32768 tf32 nn:
-# 16x128x64 s8 56.7, 128x64x64 s32 67.1, 128x128x32 s32 68.3, 64x64x64 s16 105.1 (cuBLAS
-# 37.0, an sm80 mma.sync kernel); 128x128x32 s32 on a K-major B (nt) 36.2, CUDA-graph time
-# (cuBLAS 37.8). A probe running a 64-row tile as four batched 16-row dots (mma.sync) took
-# 69.4 there: not kept.
+# tf32 with a row-major B (nn) tuned to the 16- and 32-row tiles before _SPLITK_MMA_TILES
+# (below): wgmma reads fp32 operands K-major only, so larger tiles of four warps re-lay B in
+# shared memory, while 16 or 32 rows are too few for wgmma (64 a warpgroup) and run mma.sync
+# on B as laid out. 256x256x32768 tf32 nn: 16x128x64 s8 56.7, 128x64x64 s32 67.1, 128x128x32
+# s32 68.3, 64x64x64 s16 105.1 (cuBLAS 37.0, an sm80 mma.sync kernel); 128x128x32 s32 on a
+# K-major B (nt) 36.2, CUDA-graph time (cuBLAS 37.8). A probe running a 64-row tile as four
+# batched 16-row dots (mma.sync) took 69.4 there: not kept.
 _SPLITK_HALF_TILES = (
     ("k_16x128x128_s4", 16, 128, 128, 4, 4, 4),
     ("k_16x128x128_s8", 16, 128, 128, 8, 4, 4),
@@ -244,6 +248,23 @@ _SPLITK_HALF_TILES = (
 )
 _SPLITK_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st)
                            for name, bm, bn, bk, split, w, st in _SPLITK_HALF_TILES)
+# tf32 and tf32x3 with a row-major B (nn): two warps per program. triton takes wgmma only
+# for warps in fours, so these 32- and 64-row tiles run mma.sync, which reads B as laid out,
+# with 2-4x fewer re-reads of B than the 16-row tiles. Named by their fp32 BK (the word
+# tiles above keep their 16-bit originals' names). perf/tile_probe.py --graph, H100, nn, L2
+# flushed, us, these against the tuner's choice before them (cuBLAS): tf32 256x256x32768
+# 64x64 s32 37.2 vs 55.6 (37.8); 128x128x65536 64x64 s64 31.6, 32x64 s64 31.8 vs 38.5
+# (34.0); 128x128x16384 32x64 s64 14.9 vs 18.0 (14.9). tf32x3 (split in the K loop; cuBLAS
+# SGEMM): 256x256x32768 32x64 s32 91.8 vs 109.8 (98.4); 128x128x65536 32x64 s64 47.9 vs 64.1
+# (66.8); 128x128x16384 32x64 s64 19.8 vs 25.8 (24.7). Not kept: 64x64x64 s16 three stages
+# (tf32 36.7 at 256x256x32768, but tf32x3 300.9), 64x128 and 128x64 (49.6, 50.4), split 16
+# (37.4, tf32x3 119.9). 64x64x65536 keeps k_32x64x128_s128 (tf32 19.1 against 21.2).
+_SPLITK_MMA_TILES = (
+    ("k_64x64x32_s32_w2", 64, 64, 32, 32, 2, 4),
+    ("k_64x64x32_s64_w2", 64, 64, 32, 64, 2, 4),
+    ("k_32x64x32_s32_w2", 32, 64, 32, 32, 2, 4),
+    ("k_32x64x32_s64_w2", 32, 64, 32, 64, 2, 4),
+)
 # fp32 FMA (simt) adds the tiles of transposed skinny and mid-M products against a weight
 # (dispatch.FMA_TRANSPOSED: the weight's N rows as BM, the product's few M rows as BN),
 # BK 32 (and the huge-K 32x64 tile at that BK, above). perf/tile_probe.py --transposed,
@@ -395,7 +416,9 @@ def splitk_tiles(family: str) -> tuple:
         raise ValueError(f"unknown config family {family!r}; expected one of {FAMILIES}")
     if family == "simt":
         return _SPLITK_WORD_TILES + _SPLITK_FMA_TILES
-    return _SPLITK_HALF_TILES if family == "half" else _SPLITK_WORD_TILES
+    if family == "half":
+        return _SPLITK_HALF_TILES
+    return _SPLITK_WORD_TILES + _SPLITK_MMA_TILES
 
 
 def _splitk_config(bm, bn, bk, split, warps, stages) -> triton.Config:

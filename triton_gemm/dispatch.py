@@ -84,6 +84,13 @@ PAD_MIN_MN = 64
 # many rows/columns: break-even of the copy (KN * 8 bytes at 3 TB/s) against the time
 # saved (2MNK * (1/142 - 1/308) / 1e12 s) is M ~ 350.
 STAGE_MIN = 512
+# Nor below STAGE_MIN_MNK multiply-adds, where the copy's launch outweighs what it saves:
+# there the plain kernel's two-warp tile (configs "t_32x64x32_w2") runs mma.sync on B as
+# laid out. perf/plans.py, H100, nn, CUDA-graph time after an L2 flush, us, as given
+# against K-major copy (cuBLAS): 512^3 tf32 10.4 vs 12.3 (11.0), tf32x3 14.7 vs 18.2 (17.6);
+# 768^3 tf32 17.0 vs 17.4 (13.3), tf32x3 35.4 vs 34.8 (37.9); 1024^3 tf32 23.9 vs 20.7
+# (17.6), tf32x3 46.9 vs 43.8 (63.7); 512x2048x2048 tf32 41.2 vs 36.8 (25.8).
+STAGE_MIN_MNK = 768 ** 3
 
 # fp32 FMA dots (ieee, the plain kernel) run fastest on an M-contiguous A and an
 # N-contiguous B: each K step is an outer product of a column of A and a row of B, which
@@ -228,8 +235,9 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     b_ok = _aligned(sb, 2, n) or _aligned(sb, 1, k)
     pad = not (a_ok and b_ok) and m >= PAD_MIN_MN and n >= PAD_MIN_MN
     fp32_tensor_core = precision in ("tf32", "tf32x3")
-    a_k_major = fp32_tensor_core and sa[2] != 1 and n >= STAGE_MIN
-    b_k_major = fp32_tensor_core and sb[1] != 1 and m >= STAGE_MIN
+    stage_k_major = fp32_tensor_core and m * n * k >= STAGE_MIN_MNK
+    a_k_major = stage_k_major and sa[2] != 1 and n >= STAGE_MIN
+    b_k_major = stage_k_major and sb[1] != 1 and m >= STAGE_MIN
     if pad and fp32_tensor_core:
         a_k_major = b_k_major = True
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
