@@ -89,7 +89,8 @@ STAGE_MIN = 512
 # laid out. perf/plans.py, H100, nn, CUDA-graph time after an L2 flush, us, as given
 # against K-major copy (cuBLAS): 512^3 tf32 10.4 vs 12.3 (11.0), tf32x3 14.7 vs 18.2 (17.6);
 # 768^3 tf32 17.0 vs 17.4 (13.3), tf32x3 35.4 vs 34.8 (37.9); 1024^3 tf32 23.9 vs 20.7
-# (17.6), tf32x3 46.9 vs 43.8 (63.7); 512x2048x2048 tf32 41.2 vs 36.8 (25.8).
+# (17.6), tf32x3 46.9 vs 43.8 (63.7); 512x2048x2048 tf32 41.2 vs 36.8 (25.8). An M-major A
+# (tn) is the same case for mma.sync, but unmeasured.
 STAGE_MIN_MNK = 768 ** 3
 
 # fp32 FMA dots (ieee, the plain kernel) run fastest on an M-contiguous A and an
