@@ -85,9 +85,10 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
     plain, gemv: tiles replacing PERSISTENT, SPLITK, PLAIN, configs.GEMV_TILES). tf32x3:
     persistent split configs on halves ((A hi, A lo), (B hi, B lo)) staged by
     dispatch.stage, and the split-K tiles given; ieee: SIMT_PLAIN, the GEMV configs and the
-    split-K tiles given, the SIMT tiles on fma_staged (3-D A, B) where given: the copies the library's plan makes;
-    transposed ((W, A^T) 2-D: dispatch.FMA_TRANSPOSED's operands): the split-K tiles (the
-    simt family's FMA tiles unless given) run C^T = W A^T instead."""
+    split-K tiles given, the SIMT tiles on fma_staged (3-D A, B) where given: the copies
+    the library's plan makes; transposed ((W, A^T) 2-D: dispatch.FMA_TRANSPOSED's
+    operands): the split-K tiles (the simt family's FMA tiles unless given) run
+    C^T = W A^T instead."""
     word = BK_DIVISOR[precision]
     prec = LIBRARY_PRECISION[precision]
     out = []
