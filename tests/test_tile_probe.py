@@ -1,0 +1,45 @@
+"""perf/tile_probe.py's candidates: which configs a probe times, with which block sizes, and
+that a split-K candidate computes the product it is timed on."""
+
+import sys
+from pathlib import Path
+
+import torch
+
+from conftest import DEVICE, randn, requires_kernels
+from triton_gemm.tolerances import assert_close
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from perf import tile_probe  # noqa: E402
+
+# (BM, BN, BK, SPLIT, warps, stages), BK given for 16-bit operands as the CLI takes it.
+TILE = (32, 32, 32, 4, 2, 1)
+
+
+def _splitk(candidates):
+    return [(label, fn) for kind, label, fn in candidates if kind == "splitk"]
+
+
+def test_split_k_tiles_given_are_probed_at_every_fp32_tensor_core_precision():
+    a, b = torch.zeros(8, 8), torch.zeros(8, 8)
+    halves = ((a, a), (b, b))  # tf32x3's staged halves (unused by split-K candidates)
+    for precision, kwargs in (("tf32", {}), ("tf32x3", {"halves": halves})):
+        labels = [label for label, _ in _splitk(
+            tile_probe.candidates(precision, splitk=[TILE], **kwargs))]
+        assert labels == ["32x32x16 split4 w2 s1"], (precision, labels)
+    # fp32 FMA takes BK as given.
+    labels = [label for label, _ in _splitk(tile_probe.candidates("ieee", splitk=[TILE]))]
+    assert labels == ["32x32x32 split4 w2 s1"]
+
+
+@requires_kernels
+def test_tf32x3_split_k_candidate_computes_the_product():
+    (label, fn), = _splitk(tile_probe.candidates(
+        "tf32x3", halves=((None, None), (None, None)), splitk=[TILE]))
+    a = randn(20, 300, dtype=torch.float32)
+    b = randn(300, 70, dtype=torch.float32)
+    out = torch.full((20, 70), float("nan"), device=DEVICE)
+    out = fn(a, b, out)
+    assert_close(out, a.double() @ b.double(), torch.float32, "tf32x3", label)
