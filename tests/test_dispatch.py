@@ -48,9 +48,16 @@ def test_fp32_fma_operands_are_staged_m_major_a_and_row_major_b():
     assert dispatch.plan(*_ops(8, 8192, 8192, "row", "col"), "ieee", 132) == dispatch.GEMV
     assert dispatch.plan(*_ops(rows, 8192, 8192, "row", "col"), "ieee", 132) == \
         dispatch.FMA_TRANSPOSED
-    # Padded copies of A are M-major at any size, and B's padded copy is row-major anyway.
-    assert dispatch.plan(*_ops(100, 100, 100), "ieee") == \
+    # Unaligned operands: A's copy is M-major (and padded) at any size; B is padded (a
+    # row-major copy) only from FMA_PAD_B_MIN_M rows, and read as given below them unless
+    # K-major (then copied row-major).
+    pad_rows = dispatch.FMA_PAD_B_MIN_M
+    assert dispatch.plan(*_ops(pad_rows, 100, 100), "ieee") == \
         dispatch.Plan(True, False, False, a_m_major=True)
+    assert dispatch.plan(*_ops(pad_rows - 1, 8191, 509), "ieee") == \
+        dispatch.Plan(False, False, False, a_m_major=True)
+    assert dispatch.plan(*_ops(100, 100, 100, "row", "col"), "ieee") == \
+        dispatch.Plan(False, False, False, a_m_major=True, b_n_major=True)
 
 
 def test_unaligned_sizes_are_padded_when_large():
@@ -117,6 +124,7 @@ PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
          dispatch.Plan(True, True, False, True), dispatch.Plan(False, False, False, False, True),
          dispatch.Plan(True, True, True, False, True), dispatch.TRANSPOSED, dispatch.GEMV,
          dispatch.Plan(True, False, False, a_m_major=True),
+         dispatch.Plan(False, False, False, a_m_major=True),
          dispatch.Plan(False, False, False, a_m_major=True, b_n_major=True),
          dispatch.Plan(False, False, False, b_n_major=True), dispatch.FMA_TRANSPOSED]
 

@@ -18,7 +18,9 @@ Two facts measured on the H100 (4096^3, tutorial-style Triton kernel) decide thi
   ptxas serialises the wgmmas of the non-warp-specialised tiles (its C7515 note).
 * fp32 FMA (ieee) wants the opposite: an M-major A and a row-major B (outer products).
   With a K-major B it ran 0.48x cuBLAS SGEMM at 4096^3 against 0.84x row-major, and an
-  M-major A took row-major B from 0.84x to 0.93x (FMA_STAGE_A_MIN).
+  M-major A took row-major B from 0.84x to 0.93x (FMA_STAGE_A_MIN). An unaligned row-major
+  B is read as given below FMA_PAD_B_MIN_M rows: element by element, but with the warp's
+  lanes along N (the kernels' max_contiguous hint), which costs less than its copy there.
 
 Each copy costs about 2 * bytes / 3 TB/s; the thresholds below keep copies to problems
 large enough to repay them. TMA needs only 16-byte rows, not 16 elements: on Hopper a single
@@ -116,6 +118,16 @@ STAGE_MIN_MNK = 768 ** 3
 #   split-K or GEMV, which read B as given).
 FMA_STAGE_A_MIN = 2048
 FMA_STAGE_B_MIN_M = 128
+# An unaligned B (rows not 16-byte multiples) is padded for the FMA dots only from
+# FMA_PAD_B_MIN_M rows; fewer rows read a row-major B as given, element by element (A still
+# gets its M-major padded copy): the copy of B costs more than the narrower loads there.
+# perf/plans.py, H100, ieee, CUDA-graph time after an L2 flush, us, B as given against
+# padded, both with A's M-major copy (cuBLAS SGEMM): 127x8191x509 37.6 vs 42.0 (34.1),
+# 255x8191x1023 107.7 vs 119.7 (97.5), 511x8191x1023 200.1 vs 223.9 (174.6); and from 1000
+# rows padding won: 1000^3 65.4 vs 61.4 (61.3), 3000^3 (pad layout) 1321 vs 1192 (1232),
+# 4097^3 3444 vs 3105 (3091), though not everywhere (1023x8191x1023 394.8 vs 421.8,
+# 2047x4095x2047 773.4 vs 808.2): the rows between 511 and 1000 are unmeasured.
+FMA_PAD_B_MIN_M = 768
 
 # The persistent kernel keeps every SM busy only with at least one tile per SM; below that
 # the plain kernel's grid is no smaller and skips the tile loop.
@@ -283,7 +295,11 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         return Plan(False, *direct, persistent=True, core=core)
     fma_plain = precision == "ieee" and not split_k
     a_m_major = fma_plain and (pad or (sa[1] != 1 and min(m, n) >= FMA_STAGE_A_MIN))
-    b_n_major = fma_plain and not pad and sb[2] != 1 and m >= FMA_STAGE_B_MIN_M
+    b_as_given = fma_plain and pad and m < FMA_PAD_B_MIN_M
+    pad = pad and not b_as_given
+    # A K-major B is still copied row-major (unpadded rows are no worse than K-major ones).
+    b_n_major = (fma_plain and not pad and sb[2] != 1
+                 and (m >= FMA_STAGE_B_MIN_M or b_as_given))
     return Plan(pad, a_k_major, b_k_major, persistent, split_k, core=core,
                 a_m_major=a_m_major, b_n_major=b_n_major)
 

@@ -81,7 +81,13 @@ def _matmul_kernel(
     a_rows = batch64 * stride_ab + rows_a * stride_am
     b_k_rows = batch64 * stride_bb + offs_k * stride_bk
     b_cols = cols_b * stride_bn
-    if VEC > 0:
+    if VEC == 0:
+        # B's columns run in order within a tile but for the wrap at the edge, which triton
+        # cannot see through `%` by an NB it does not know to be a multiple of 16: without
+        # the hint an unaligned N-contiguous B is loaded with the warp's lanes along K, 32
+        # cache lines per load. Loads stay as wide as the alignment triton sees allows.
+        b_cols = tl.max_contiguous(cols_b, 16) * stride_bn
+    else:
         a_rows = tl.multiple_of(a_rows, VEC)
         if B_K_MAJOR:
             b_k_rows = offs_k

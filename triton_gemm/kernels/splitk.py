@@ -80,7 +80,9 @@ def _splitk_partial_kernel(
     offs_k = k_start + tl.arange(0, BK)
     # Rows/columns past the edge read a valid one (wrapped) and are never stored.
     a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + (offs_n % N)[None, :] * stride_bn
+    # Columns in order but for the wrap: lanes along N where N is unaligned (matmul.py).
+    b_ptrs = (b_ptr + offs_k[:, None] * stride_bk
+              + tl.max_contiguous(offs_n % N, 16)[None, :] * stride_bn)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for i in range(k_steps):
         # Slices are whole BK steps, so only K's end needs a mask; K - k stays a multiple
