@@ -313,8 +313,9 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # (cuBLAS 1.025 fp16, 1.171 tf32): fp16 uncut 0.306, columns cut 0.283, rows 0.374, both
 # 0.387; tf32 0.573, 0.534, 0.584, 0.534. Cutting rows saves no wave of 128x256 tiles there
 # (32 x 17 = 544), and with row-major B the row strip streamed B at 0.5 TB/s (70 us for 34
-# MB; its rows of N = 4097 elements, no multiple of 16, are the likely cause: unverified), so
-# rows are cut only when B is K-major. (Masking the split-K kernel's edges instead of
+# MB), so rows are cut only when B is K-major. The likely cause, B's unaligned rows loaded
+# with the warp's lanes along K (SASS read offline), is gone since the split-K kernel's
+# max_contiguous hint; the strip was not re-timed. (Masking the split-K kernel's edges instead of
 # wrapping them, offs % N, measured no different on aligned N: perf/timeline.py, fp16 nn,
 # partial kernel 16x8192x8192 55.9 us against 56.2, 64x8192x8192 60.1 vs 60.4,
 # 256x256x32768 19.9 vs 19.9.)
