@@ -123,11 +123,12 @@ FMA_STAGE_B_MIN_M = 128
 # gets its M-major padded copy): the copy of B costs more than the narrower loads there.
 # perf/plans.py, H100, ieee, CUDA-graph time after an L2 flush, us, B as given against
 # padded, both with A's M-major copy (cuBLAS SGEMM): 127x8191x509 37.6 vs 42.0 (34.1),
-# 255x8191x1023 107.7 vs 119.7 (97.5), 511x8191x1023 200.1 vs 223.9 (174.6); and from 1000
-# rows padding won: 1000^3 65.4 vs 61.4 (61.3), 3000^3 (pad layout) 1321 vs 1192 (1232),
-# 4097^3 3444 vs 3105 (3091), though not everywhere (1023x8191x1023 394.8 vs 421.8,
-# 2047x4095x2047 773.4 vs 808.2): the rows between 511 and 1000 are unmeasured.
-FMA_PAD_B_MIN_M = 768
+# 255x8191x1023 107.7 vs 119.7 (97.5), 511x8191x1023 200.1 vs 223.9 (174.6); from 767 rows
+# padding won: 767x8191x1023 310.6 vs 300.4 (301.5), 767^3 47.4 vs 44.3 (37.1), 1000^3
+# 65.4 vs 61.4 (61.3), 1023^3 76.2 vs 71.1 (63.3), 2047^3 409.6 vs 384.6 (343.5), 3000^3
+# (pad layout) 1321 vs 1192 (1232), 4097^3 3444 vs 3105 (3091); though not at every shape
+# (1023x8191x1023 394.8 vs 421.8, 2047x4095x2047 773.4 vs 808.2, the tuner's tile choices).
+FMA_PAD_B_MIN_M = 512
 
 # The persistent kernel keeps every SM busy only with at least one tile per SM; below that
 # the plain kernel's grid is no smaller and skips the tile loop.
