@@ -316,9 +316,9 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # (32 x 17 = 544), and with row-major B the row strip streamed B at 0.5 TB/s (70 us for 34
 # MB), so rows are cut only when B is K-major. The likely cause, B's unaligned rows loaded
 # with the warp's lanes along K (SASS read offline), is gone since the split-K kernel's
-# max_contiguous hint; the strip was not re-timed. (Masking the split-K kernel's edges instead of
-# wrapping them, offs % N, measured no different on aligned N: perf/timeline.py, fp16 nn,
-# partial kernel 16x8192x8192 55.9 us against 56.2, 64x8192x8192 60.1 vs 60.4,
+# max_contiguous hint; the strip was not re-timed. (Masking the split-K kernel's edges
+# instead of wrapping them, offs % N, measured no different on aligned N: perf/timeline.py,
+# fp16 nn, partial kernel 16x8192x8192 55.9 us against 56.2, 64x8192x8192 60.1 vs 60.4,
 # 256x256x32768 19.9 vs 19.9.)
 # Where the plan copies A anyway, the copy computes the column strip's partial products as
 # it reads A (copy.copy_jobs with a strip) instead of a second read on the split-K kernel.
