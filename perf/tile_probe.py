@@ -7,17 +7,21 @@ and the library's own choice: the measurement behind new tiles and dispatch thre
     python perf/tile_probe.py --case 256,256,32768 --only splitk --graph
     python perf/tile_probe.py --case 16,8192,8192,nt --precision ieee --only gemv --gemv 8,2,2
     python perf/tile_probe.py --case 64,8192,8192,nt --precision ieee --only splitk --transposed
+    python perf/tile_probe.py --case 4096,4096,4096,nt --precision tf32 --only persistent \
+        --persistent 128,256,64,8,3,1 --rounds 4
 
 Each config is first checked against float64 on a NaN-poisoned output, then timed with
 bench.gpu_median_ms (median, L2 flushed: operands come from memory, as in the report's
-eager column), or with --graph replayed from a CUDA graph after the same flush. Prints
-microseconds, ratio to cuBLAS and the operand bytes per second, after the time torch.sum
-takes to read as many bytes under the same flush. GPU only.
+eager column), or with --graph replayed from a CUDA graph after the same flush; with
+--rounds, every candidate and cuBLAS in turn, round after round (compare configs that way:
+see interleaved). Prints microseconds, ratio to cuBLAS and the operand bytes per second,
+after the time torch.sum takes to read as many bytes under the same flush. GPU only.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
@@ -152,10 +156,25 @@ def _splitk_candidates(tiles, word: int, prec: str, transposed=None) -> list:
     return out
 
 
+def interleaved(fns: dict, timer, rounds: int) -> dict:
+    """name -> [rounds timings of fns[name] by timer], timed in turn: every round times each
+    candidate once, in the given order. Why not one after another: the lent H100 drifts
+    (clocks, power) over a run by more than the gaps a probe looks for. 4096^3 tf32 nt,
+    us, one after another: the library's tile 355-356, the same tile pinned 369-373; in four
+    interleaved rounds: 353-404 against 358-396, and cuBLAS 342-424 (a probe, not kept,
+    eighteenth session): the library's lead was the order, not the tile."""
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(timer(fn))
+    return times
+
+
 def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
-          plain=None, gemv=None, transposed=False, graph=False) -> None:
+          plain=None, gemv=None, transposed=False, graph=False, rounds: int = 1) -> None:
     """graph: time each call replayed from a CUDA graph (bench.cold_graph_ms: GPU time
-    only, L2 flushed the same way), not launched eagerly."""
+    only, L2 flushed the same way), not launched eagerly. rounds: interleaved rounds
+    (interleaved); each line gives the median of its rounds, and their range."""
     timer = bench.cold_graph_ms if graph else bench.gpu_median_ms
     dtype = bench.DTYPES[precision]
     a, b = bench.make_operands(case, dtype, "cuda")[0]
@@ -172,7 +191,8 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
           f"{nbytes / us / 1e6:5.2f} TB/s")
     del flat
 
-    def show(label, fn):
+    def checked(label, fn):
+        """(error, fn() -> C) after one call checked against float64, or None."""
         c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
         try:
             c = fn(a, b, c)
@@ -183,13 +203,13 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
         if not err <= tol:
             print(f"  {label:40s} WRONG: rel error {err:.1e} > {tol:.1e}")
             return None
-        us = timer(lambda: fn(a, b, c)) * 1e3
-        return us, err
+        return err, lambda: fn(a, b, c)
 
+    def cublas():
+        with bench.cublas_precision(precision):
+            return a @ b
     with bench.cublas_precision(precision):
-        base = timer(lambda: a @ b) * 1e3
-        print(f"  {'cublas':40s} {base:8.1f} us  1.00x  {nbytes / base / 1e6:5.2f} TB/s  "
-              f"error {rel_error(a @ b, ref):.1e}")
+        cublas_error = rel_error(a @ b, ref)
     lib = None if precision in ("fp16", "bf16") else precision
     runs = [("auto", "library", lambda a_, b_, c_: triton_gemm.matmul(a_, b_, precision=lib))]
     halves = None
@@ -219,14 +239,21 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
         print(f"  {'staging A^T row-major':40s} {us:8.1f} us")
     runs += [r for r in candidates(precision, persistent, halves, splitk, plain, gemv,
                                    fma_staged, fma_transposed) if r[0] in kinds]
+    errors, fns = {"cublas": cublas_error}, {"cublas": cublas}
     for kind, label, fn in runs:
-        timed = show(f"{kind} {label}", fn)
-        if timed is not None:
-            us, err = timed
+        ok = checked(f"{kind} {label}", fn)
+        if ok is not None:
             if kind == "auto":
                 label = f"library ({triton_gemm.last_config()})"
-            print(f"  {kind + ' ' + label:40s} {us:8.1f} us  {base / us:4.2f}x  "
-                  f"{nbytes / us / 1e6:5.2f} TB/s  error {err:.1e}")
+            errors[f"{kind} {label}"], fns[f"{kind} {label}"] = ok
+    times = {name: sorted(t * 1e3 for t in ts)
+             for name, ts in interleaved(fns, timer, rounds).items()}
+    base = statistics.median(times["cublas"])
+    for name, ts in times.items():
+        us = statistics.median(ts)
+        spread = f"  [{ts[0]:.1f}-{ts[-1]:.1f}]" if len(ts) > 1 else ""
+        print(f"  {name:40s} {us:8.1f} us  {base / us:4.2f}x  {nbytes / us / 1e6:5.2f} TB/s  "
+              f"error {errors[name]:.1e}{spread}")
 
 
 def main(argv=None) -> int:
@@ -253,6 +280,9 @@ def main(argv=None) -> int:
     parser.add_argument("--graph", action="store_true",
                         help="time CUDA-graph replays (GPU time only; eager launches of "
                              "~10 us kernels time the host as much as the kernel)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time every candidate (and cuBLAS) in turn, this many rounds; "
+                             "print each one's median and range (interleaved)")
     parser.add_argument("--transposed", action="store_true",
                         help="ieee: run the split-K tiles on C^T = W A^T with A^T copied "
                              "row-major (dispatch.FMA_TRANSPOSED; BK as given)")
@@ -271,7 +301,7 @@ def main(argv=None) -> int:
         m, n, k, *layout = spec.split(",")
         probe(Case(int(m), int(n), int(k), layout[0] if layout else "nn"), args.precision,
               set(args.only.split(",")), tiles, specs(args.splitk), specs(args.plain),
-              specs(args.gemv), args.transposed, args.graph)
+              specs(args.gemv), args.transposed, args.graph, args.rounds)
     return 0
 
 

@@ -43,3 +43,15 @@ def test_tf32x3_split_k_candidate_computes_the_product():
     out = torch.full((20, 70), float("nan"), device=DEVICE)
     out = fn(a, b, out)
     assert_close(out, a.double() @ b.double(), torch.float32, "tf32x3", label)
+
+
+def test_rounds_time_every_candidate_in_turn():
+    calls = []
+
+    def timer(fn):
+        calls.append(fn())
+        return float(len(calls))
+    times = tile_probe.interleaved({"x": lambda: "x", "y": lambda: "y", "z": lambda: "z"},
+                                   timer, rounds=3)
+    assert calls == ["x", "y", "z"] * 3
+    assert times == {"x": [1.0, 4.0, 7.0], "y": [2.0, 5.0, 8.0], "z": [3.0, 6.0, 9.0]}
