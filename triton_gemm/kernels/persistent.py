@@ -24,7 +24,12 @@ from .common import (AUTOTUNE, INTERPRETER, capability, dependent_meta, dot_prec
                      epilogue_input, hopper, launch, make_tuners, tuning_args)
 from .epilogue import finish
 
-# TMA requires 16-byte aligned base addresses and row strides.
+# TMA requires 16-byte aligned base addresses and row strides, and a box that starts a
+# multiple of 16 bytes into its row: an fp32 box loaded from column 1 or 2 stopped the
+# kernel with an illegal instruction, from column 4 it loaded (H100, triton 3.6; a probe,
+# not kept, eighteenth session). So an A with 4097-element rows cannot be read through four
+# descriptors of every fourth row (aligned rows, each phase's base moved back to an aligned
+# address): each phase would start its K steps at column 1, 2 or 3. It is copied instead.
 TMA_ALIGN_BYTES = 16
 
 
