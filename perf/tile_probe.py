@@ -287,6 +287,8 @@ def main(argv=None) -> int:
                         help="ieee: run the split-K tiles on C^T = W A^T with A^T copied "
                              "row-major (dispatch.FMA_TRANSPOSED; BK as given)")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
 
     def specs(values):
         """Comma-separated integer tiles, or None when none were given."""

@@ -4,6 +4,7 @@ that a split-K candidate computes the product it is timed on."""
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from conftest import DEVICE, randn, requires_kernels
@@ -55,3 +56,9 @@ def test_rounds_time_every_candidate_in_turn():
                                    timer, rounds=3)
     assert calls == ["x", "y", "z"] * 3
     assert times == {"x": [1.0, 4.0, 7.0], "y": [2.0, 5.0, 8.0], "z": [3.0, 6.0, 9.0]}
+
+
+def test_rounds_below_one_are_refused_by_name(capsys):
+    with pytest.raises(SystemExit):
+        tile_probe.main(["--case", "8,8,8", "--rounds", "0"])
+    assert "--rounds must be at least 1, got 0" in capsys.readouterr().err
