@@ -28,19 +28,20 @@ persistent against stream-K: 1000^3 fp16 128x128x64 16.5 [12.4] against 23.8 [18
 64x64x128 44.5 against 50.5. Faster only with tiles too large for the shape or at 8192^3:
 fp16 128x256x64 1617 [1625] against 1506 [1689] (cuBLAS 1604), tf32 4096^3 nt 128x256x32
 366 against 363. The shared (stream-K) steps run slower per step than whole tiles (a first
-version walking them in a while loop and this one, a flattened loop, ran 1000^3 alike);
-why is not settled. Not the pipelining: the TTGIR (sm_90a, offline) has both K loops fed
-by TMA stages ahead of their dots. The 4-warp 128x128 tile spills (255 registers, 404
-bytes: its partial sum in another layout beside acc; ptxas -v), the 8-warp one does not
-(227) and is slower too. Re-timed with host descriptors (eighteenth session, graph replay after the flush, us,
-persistent against stream-K, cuBLAS 11.9): 1000^3 fp16 128x128x64 4 warps 13.9 against
-26.7, 8 warps 14.4 against 20.6, 128x64x64 s6 14.7 against 20.2, 64x128x64 s6 14.8 against
-19.7; 1536^3 fp16 (144 tiles of 128x128, a wave and 12) 22.1-23.3 against 32.3-51.4 (cuBLAS
-15.7). Nor did a plainer split help (a probe, not kept): each 128x128 tile of 1000^3 in
-two programs of half the K steps each, one adding the other's fp32 partial (spinning on a
-flag, or whichever came second), nt, graph time: fp16 15.5-20.2 us over four configs (the
-library's line of that run was lost), bf16 15.7-20.5 against the library's 15.0, 1024^3
-fp16 13.5-16.2 against 11.4. Halving each program's K steps did not halve its time.
+version walking them in a while loop and this one, a flattened loop, ran 1000^3 alike); why
+is not settled. Not the pipelining: the TTGIR (sm_90a, offline) has both K loops fed by TMA
+stages ahead of their dots. The 4-warp 128x128 tile spills (255 registers, 404 bytes: its
+partial sum in another layout beside acc; ptxas -v), the 8-warp one does not (227) and is
+slower too. Re-timed with host descriptors (eighteenth session, graph replay after the
+flush, us, persistent against stream-K, cuBLAS 11.9): 1000^3 fp16 128x128x64 4 warps 13.9
+against 26.7, 8 warps 14.4 against 20.6, 128x64x64 s6 14.7 against 20.2, 64x128x64 s6 14.8
+against 19.7; 1536^3 fp16 (144 tiles of 128x128, a wave and 12), five tiles, 22.1-23.3
+against 32.6-51.4 (cuBLAS 15.7). Nor did a plainer split help (a probe, not kept): each
+128x128 tile of 1000^3 in two programs of half the K steps each, one adding the other's fp32
+partial (spinning on a flag, or whichever came second), nt, graph time: fp16 15.5-20.2 us
+over four configs (the library's line of that run was lost), bf16 15.7-20.5 against the
+library's 15.0, 1024^3 fp16 13.5-16.2 against 11.4. Halving each program's K steps did not
+halve its time.
 """
 
 from __future__ import annotations
