@@ -146,12 +146,12 @@ _PERSISTENT_TILES = {
         ("pm_128x64x64_s8", 128, 64, 64, 4, 8, False),
     ),
     # Tried for tf32 and not added (tile_probe.py, H100, nt, L2 flushed, us, one after
-    # another: two passes at 4096^3, one at 8192^3; cuBLAS 341.5 / 3156.0): pt_128x256x32_sub
-    # 369.4-373.0 / 2967.2 against 256x128x32 s3 sub 388.5-390.6 / 3101.5, 128x256x16 s5 sub
-    # 375.6-379.0 / 2991.6, s6 364.7-385.0 / 3205.2, 256x128x16 s5 440.3-440.6 / 3987.8,
-    # 128x128x32 s5 sub 441.1-452.5 / 3590.7, s6 493.1-497.7 / 4013.6, s4 sub ws 415.9-419.3
-    # / 3400.3. Four stages of the 128x256 and 256x128 ws tiles need 262 KB (eighteenth
-    # session).
+    # another: two passes at 4096^3, one at 8192^3; cuBLAS 341.5 / 3156.0):
+    # pt_128x256x32_sub 369.4-373.0 / 2967.2 against 256x128x32 s3 sub 388.5-390.6 /
+    # 3101.5, 128x256x16 s5 sub 375.6-379.0 / 2991.6, s6 364.7-385.0 / 3205.2, 256x128x16
+    # s5 440.3-440.6 / 3987.8, 128x128x32 s5 sub 441.1-452.5 / 3590.7, s6 493.1-497.7 /
+    # 4013.6, s4 sub ws 415.9-419.3 / 3400.3. Four stages of the 128x256 and 256x128 ws
+    # tiles need 262 KB (eighteenth session).
     "tf32": (
         ("pt_128x256x32_sub", 128, 256, 32, 8, 3, True),
         ("pt_128x128x32_sub", 128, 128, 32, 8, 4, True),
