@@ -208,8 +208,7 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
     def cublas():
         with bench.cublas_precision(precision):
             return a @ b
-    with bench.cublas_precision(precision):
-        cublas_error = rel_error(a @ b, ref)
+    cublas_error = rel_error(cublas(), ref)
     lib = None if precision in ("fp16", "bf16") else precision
     runs = [("auto", "library", lambda a_, b_, c_: triton_gemm.matmul(a_, b_, precision=lib))]
     halves = None
