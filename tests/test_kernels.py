@@ -264,6 +264,29 @@ def test_persistent_runs_a_part_wave_tail_as_half_tiles(family, dtype, precision
                      f"tail, row pad {pad}")
 
 
+@pytest.mark.parametrize("half_tail", [False, True])
+def test_persistent_grid_gives_every_program_work_and_every_tile_a_program(half_tail):
+    """persistent.programs against the kernel's own walk (whole tiles pid, pid + sms, ...,
+    then tail halves pid, pid + sms, ...): every tile and half run once, no program idle.
+    1000^3 in 128x128 tiles (64 on 132 SMs) once launched 128 programs."""
+    sms = 132
+    cases = [(bm, bn, m, n) for bm, bn in ((128, 128), (128, 256), (64, 128))
+             for m in (1, 127, 1000, 1536, 2048, 4097) for n in (64, 1000, 4096, 11008)]
+    for bm, bn, m, n in cases:
+        tiles = -(-m // bm) * -(-n // bn)
+        tail = persistent._tail_tiles(bm, bn, m, n, sms) if half_tail else 0
+        grid = persistent.programs(bm, bn, m, n, sms, half_tail)
+        work = [list(range(pid, tiles - tail, sms)) + list(range(pid, 2 * tail, sms))
+                for pid in range(grid)]
+        label = (bm, bn, m, n, grid)
+        assert all(work), label
+        assert sorted(t for pid in range(grid) for t in range(pid, tiles - tail, sms)) \
+            == list(range(tiles - tail)), label
+        assert grid >= 2 * tail and grid <= sms, label
+    assert persistent.programs(128, 128, 1000, 1000, sms, True) == 64
+    assert persistent.programs(128, 256, 1000, 1000, sms, True) == 64  # 32 tiles as halves
+
+
 def test_split_flush_interval_is_at_least_two_k_steps_of_every_split_tile():
     """The split kernel folds a one-step flush back into the tensor core's accumulator
     (its static_assert); the interval grows with K, never past 128 (256 measured less
