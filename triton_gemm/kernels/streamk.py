@@ -17,8 +17,8 @@ zero by the finisher (reset as it reads them), so one zeroed buffer serves every
 a stream (common.flags).
 
 Why: a product with fewer tiles than SMs, or a last wave of few tiles, leaves SMs idle:
-1000^3 fp16 makes 64 tiles of 128x128 on the H100's 132 SMs, and runs at 0.72x cuBLAS on
-the persistent kernel (perf/report.py; 0.84x after it took host TMA descriptors).
+1000^3 fp16 makes 64 tiles of 128x128 on the H100's 132 SMs, and runs at 0.92x cuBLAS
+eager, 0.84x GPU time on the persistent kernel (perf/report.py, nineteenth session).
 
 Not dispatched: measured slower than the persistent kernel where it was meant to help. H100,
 both kernels still building their TMA descriptors in the kernel (not re-timed since), us,
