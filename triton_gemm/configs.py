@@ -316,7 +316,12 @@ GEMV_TILES = (
 GEMV_MAX_STEP = max(32 * w * u for _, _, w, u in GEMV_TILES)
 
 # Programs along M in one group: 8 rows of tiles share their B tiles in L2 (the Triton
-# tutorials' value; not re-measured here).
+# tutorials' value). Measured on the persistent kernel's p_128x256x64_sub, H100, L2 flushed,
+# five interleaved rounds, median us for GROUP_M 1 / 4 / 8 / 16 / 32 (cuBLAS): 4096^3 fp16
+# 197.5 / 193.2 / 192.8 / 191.8 / 193.8 (190.0), bf16 190.3 / 184.3 / 184.3 / 184.8 / 187.1
+# (182.8); 8192^3 fp16 1806 / 1692 / 1671 / 1660 / 1684 (1678); 2048x11008x4096 nt fp16
+# 320.9 / 290.8 / 274.2 / 271.2 / 271.9 (269.3). 8 to 32 agree within the rounds' spread
+# (a probe, not kept, nineteenth session); the plain kernel's grouping was not re-measured.
 GROUP_M = 8
 
 # The fixed config the Triton interpreter runs (no timing there): small, so a CPU
