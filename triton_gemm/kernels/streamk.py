@@ -42,6 +42,19 @@ partial (spinning on a flag, or whichever came second), nt, graph time: fp16 15.
 over four configs (the library's line of that run was lost), bf16 15.7-20.5 against the
 library's 15.0, 1024^3 fp16 13.5-16.2 against 11.4. Halving each program's K steps did not
 halve its time.
+
+Where the time goes, timed over K (a probe, not kept, nineteenth session; fp16, CUDA-graph
+us after the flush, 1000 x 1000 x K for K = 64 / 1000 / 2000 / 4000, three interleaved
+rounds): cuBLAS 7.4 / 12.3 / 16.9 / 24.4, pinned persistent 128x128x64 w4 7.8 / 14.0 / 19.3
+/ 30.6, 128x64 s6 7.7 / 14.8 / 20.3 / 32.5, 64x128 s6 7.7 / 15.4 / 21.2 / 34.4. The fixed
+part matches cuBLAS; the part per K does not: 5.5-6.3 us per 1000 of K against 4.0
+(1536 x 1536 x K: 9.5 against 5.5). The 128x64 and 64x128 tiles keep 128 SMs busy but then
+load ~8 TB/s of tiles from L2 (128 programs x 15.6 K steps x 24 KB per 1000 of K); the
+128x128 tiles load a third less per product but run on 64 SMs, at ~75% of their wgmma peak.
+cuBLAS's kernel (nvjet_sm90_hsh_64x128_64x8_2x1: 64x128 tiles in clusters of two) loads as
+little from L2 as 128x128 tiles on all 128 SMs, by TMA multicast of the shared B tile to
+both SMs of a cluster: consistent with ~8 TB/s of L2 reads bounding all four kernels.
+Triton 3.6 has no TMA multicast (its backend: "NYI: Support multicast").
 """
 
 from __future__ import annotations
