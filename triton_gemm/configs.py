@@ -117,6 +117,10 @@ _PERSISTENT_TILES = {
         ("p_256x128x64_sub", 256, 128, 64, 8, 3, True),
         ("p_128x256x64_s2", 128, 256, 64, 8, 2, False),
         ("p_128x128x64", 128, 128, 64, 8, 4, False),
+        # 1000^3 fp16's tile (64 tiles). Its neighbours ran no faster there (tile_probe.py
+        # --graph --rounds 4, H100, us; this tile 13.9, cuBLAS 12.4): s3 / s5 / s6 15.2 /
+        # 14.1 / 14.4, BK 128 s2 / s3 19.6 / 14.1, BK 32 s6 / s8 16.2 / 16.4, 8 warps s3 /
+        # s5 15.3 / 14.4, subtiled 13.9 (nineteenth session).
         ("p_128x128x64_w4", 128, 128, 64, 4, 4, False),
         # Mid-M products with more 128x128 tiles than SMs (a wide weight): deep K steps,
         # so a program streams the weight through fewer, larger loads. tile_probe.py, H100,
