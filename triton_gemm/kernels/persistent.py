@@ -184,7 +184,7 @@ def _persistent_kernel(
     A_M_MAJOR (16-bit only: wgmma reads 32-bit operands K-major); B (K, N), or its (N, K)
     rows when B_K_MAJOR. C: c_desc when C_TMA, else masked pointer stores through c_ptr
     (any row stride, e.g. 4097); c_ptr is C either way (its dtype). D: any strides (0 to
-    broadcast); D_ROW when stride_dm is 0 (store_tile). Grid: (min(NUM_SMS, tiles),).
+    broadcast); D_ROW when stride_dm is 0 (store_tile). Grid: (programs(),).
     EPILOGUE_SUBTILE stores a TMA C as two BM x BN/2 halves. ACTIVATION:
     epilogue.ACTIVATIONS code, applied after beta * D.
     SPLIT (3xTF32 from staged halves): A and B hold float32 operands rounded to tf32 and
@@ -345,6 +345,7 @@ def programs(bm: int, bn: int, m: int, n: int, sms: int, half_tail: bool) -> int
     tiles = -(-m // bm) * -(-n // bn)
     tail = _tail_tiles(bm, bn, m, n, sms) if half_tail else 0
     return max(min(sms, tiles - tail), 2 * tail)
+
 
 _TUNED = make_tuners(_persistent_kernel, "persistent",
                      {family: configs.persistent_configs(family)
