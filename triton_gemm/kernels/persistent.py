@@ -30,6 +30,12 @@ from .epilogue import finish
 # not kept, eighteenth session). So an A with 4097-element rows cannot be read through four
 # descriptors of every fourth row (aligned rows, each phase's base moved back to an aligned
 # address): each phase would start its K steps at column 1, 2 or 3. It is copied instead.
+# Nor does reading it by masked pointer loads beside B's TMA tiles pay: at 4097^3 tf32, on
+# the staged K-major B's 4096-column core, the kernel took 441.9 us with A by pointer
+# against 392.9 on A's padded copy, more than that copy saves (B's copy, as many bytes,
+# took 46.6-47.3 us), and its 128x256x32 tile then needed 278 KB of shared memory (H100,
+# autotuned, L2 flushed, medians of 4 rounds; cuBLAS 1213 for the whole product; a probe,
+# not kept, twentieth session).
 TMA_ALIGN_BYTES = 16
 
 
