@@ -288,11 +288,11 @@ _SPLITK_MMA_TILES = (
 # 128x28672x8192 64x64 s2 1435.6 (1325.7). 8 warps lost elsewhere (128x16 s4 360 against
 # 237 us at 8 rows), as did BK 16 (64x64 s4 226.9 against 215.3 at 32 rows). More outputs
 # per thread did not help either (--transposed --rounds 3, H100, kernel us on A^T staged
-# before; cuBLAS SGEMM; a twentieth-session run): 64x8192x8192 64x64 s4 217.3, 128x64 s4 221.1, 128x64 s4 w8
-# 220.0, 256x64 s4 w8 218.4, 128x64x16 s4 226.9 (207.1); 128x4096x4096 64x64 s4 117.7,
-# 64x128 s4 124.5, 128x128 s4 w8 120.6 (103.2); 128x11008x4096 64x64 s4 311.1, 64x128 s4
-# 335.5, 128x128 s4 w8 345.7 (246.4); split 2 took 1.5-3.7x as long. tl.dot's FMA path
-# holds these at 36-40 TFLOPS whatever the tile.
+# before; cuBLAS SGEMM; a twentieth-session run): 64x8192x8192 64x64 s4 217.3, 128x64 s4
+# 221.1, 128x64 s4 w8 220.0, 256x64 s4 w8 218.4, 128x64x16 s4 226.9 (207.1);
+# 128x4096x4096 64x64 s4 117.7, 64x128 s4 124.5, 128x128 s4 w8 120.6 (103.2);
+# 128x11008x4096 64x64 s4 311.1, 64x128 s4 335.5, 128x128 s4 w8 345.7 (246.4); split 2
+# took 1.5-3.7x as long. tl.dot's FMA path holds these at 36-40 TFLOPS whatever the tile.
 _SPLITK_FMA_TILES = (
     ("k_128x16x32_s8", 128, 16, 32, 8, 4, 3),
     ("k_64x16x32_s8", 64, 16, 32, 8, 4, 3),
