@@ -33,9 +33,9 @@ from .epilogue import finish
 # Nor does reading it by masked pointer loads beside B's TMA tiles pay: at 4097^3 tf32, on
 # the staged K-major B's 4096-column core, the kernel took 441.9 us with A by pointer
 # against 392.9 on A's padded copy, more than that copy saves (B's copy, as many bytes,
-# took 46.6-47.3 us), and its 128x256x32 tile then needed 278 KB of shared memory (H100,
-# autotuned, L2 flushed, medians of 4 rounds; cuBLAS 1213 for the whole product; a probe,
-# not kept, twentieth session).
+# took 46.6 and 47.3 us in its two undisturbed rounds of four), and its 128x256x32 tile
+# then needed 278 KB of shared memory (H100, autotuned, L2 flushed, medians of 4 rounds;
+# cuBLAS 1213 for the whole product; a probe, not kept, twentieth session).
 TMA_ALIGN_BYTES = 16
 
 
