@@ -176,6 +176,20 @@ def test_persistent_tiles_that_leave_most_sms_idle_are_not_tuned():
     assert kept(1000, 1000, None) == names
 
 
+def test_a_tile_exactly_at_the_occupancy_share_is_tuned():
+    """128x11008 on 132 SMs: 86 tiles of 128x128 (86/132) sit exactly on three quarters of
+    344 tiles of 64x64 over three waves (344/396); float rounding used to drop them, and
+    they were the faster tile there."""
+    cfgs = configs.persistent_configs("half_mid")
+    kept = {configs.config_name(c, "half_mid")
+            for c in configs.busy_enough(cfgs, 128, 11008, 132)}
+    assert {"pm_64x64x128", "pm_128x128x64_s6", "pm_128x64x128"} <= kept
+    # Below it: 66 tiles of 128x128 (66/132) against 264 of 64x64 in two whole waves.
+    fewer = {configs.config_name(c, "half_mid")
+             for c in configs.busy_enough(cfgs, 128, 8448, 132)}
+    assert "pm_64x64x128" in fewer and "pm_128x128x64_s6" not in fewer
+
+
 def test_16_bit_products_with_a_wave_of_wide_tiles_tune_only_wide_tiles():
     """wide_when_a_wave keeps only 128x256-sized tiles of the 16-bit family where 128x256
     tiles fill a wave (2048x11008: 688 tiles on 132 SMs), every tile below that (2048^3:

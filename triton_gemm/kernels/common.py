@@ -15,6 +15,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from triton.runtime import driver as _driver
 
 from .. import configs
+from . import tune_timer
 
 # triton.jit reads TRITON_INTERPRET when a kernel is defined, so the mode is fixed at import.
 INTERPRETER = os.environ.get("TRITON_INTERPRET", "0") == "1"
@@ -419,7 +420,9 @@ def make_tuners(kernel, name: str, family_configs: dict, prune, prepare=None) ->
         family_prune = functools.partial(prune, family=family)
         tuners[family] = triton.autotune(configs=family_list, key=configs.TUNING_KEY,
                                          prune_configs_by={"early_config_prune": family_prune},
-                                         cache_results=TUNE_CACHE)(tuned)
+                                         cache_results=TUNE_CACHE,
+                                         do_bench=None if INTERPRETER else tune_timer.bench,
+                                         )(tuned)
         _tuners[(name, family)] = tuners[family]
     return tuners
 
