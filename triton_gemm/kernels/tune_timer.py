@@ -47,18 +47,6 @@ def _sleep_rate(device: int) -> float:
     return _cycles_per_us[device]
 
 
-def quantiles_of(times: list[float], quantiles) -> list[float]:
-    """The given quantiles of times (linear interpolation between order statistics)."""
-    ordered = sorted(times)
-    out = []
-    for q in quantiles:
-        pos = q * (len(ordered) - 1)
-        low = int(pos)
-        high = min(low + 1, len(ordered) - 1)
-        out.append(ordered[low] + (ordered[high] - ordered[low]) * (pos - low))
-    return out
-
-
 def bench(fn, quantiles=(0.5, 0.2, 0.8)) -> list[float]:
     """Milliseconds of fn() at the given quantiles over REP_MS of launches on the current
     CUDA device, each after an L2 flush and a sleep longer than fn's host time."""
@@ -95,4 +83,5 @@ def bench(fn, quantiles=(0.5, 0.2, 0.8)) -> list[float]:
     for _ in range(max(1, int(WARMUP_MS / per_rep))):
         fn()
     times, _ = timed(max(5, int(REP_MS / per_rep)))
-    return quantiles_of(times, quantiles)
+    return torch.quantile(torch.tensor(times, dtype=torch.float64),
+                          torch.tensor(quantiles, dtype=torch.float64)).tolist()
