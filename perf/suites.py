@@ -29,8 +29,11 @@ LLM_WEIGHTS = ((4096, 4096), (11008, 4096), (4096, 11008), (28672, 8192), (8192,
 SUITES = {
     "square": tuple(Case(s, s, s) for s in (512, 1024, 2048, 4096, 6144, 8192)),
     "llm": tuple(Case(m, n, k, "nt") for m in (16, 128, 2048, 8192) for n, k in LLM_WEIGHTS),
+    # 4104: 16-byte rows that TMA takes but that sit off the 32-byte sectors (dispatch
+    # PITCH_PAD_MIN_MN), unlike 4097 and 4099 (not even 16-byte rows).
     "odd": (Case(4097, 4097, 4097), Case(1000, 1000, 1000), Case(4093, 4091, 4099),
-            Case(127, 8191, 509), Case(4096, 4096, 4096, "pad"), Case(3000, 3000, 3000, "pad")),
+            Case(127, 8191, 509), Case(4096, 4096, 4096, "pad"), Case(3000, 3000, 3000, "pad"),
+            Case(4104, 4104, 4104)),
     "skinny": tuple(Case(m, 8192, 8192, "nt") for m in (1, 2, 4, 8, 16, 32, 64))
               + (Case(16, 28672, 8192, "nt"),),
     # Every operand layout at the square headline sizes: fp32 tensor-core dots read their

@@ -74,8 +74,10 @@ def test_unaligned_sizes_are_padded_when_large():
     (torch.float16, dispatch.Plan(True, False, False)),
     (torch.float32, dispatch.Plan(True, True, True)),
     (torch.float32, dispatch.SPLIT_TF32),
-    (torch.float32, dispatch.Plan(True, False, False, a_m_major=True))],
-    ids=["fp16-pad", "fp32-pad-k-major", "fp32-halves", "fp32-pad-m-major"])
+    (torch.float32, dispatch.Plan(True, False, False, a_m_major=True)),
+    (torch.float32, dispatch.Plan(False, True, True, True))],
+    ids=["fp16-pad", "fp32-pad-k-major", "fp32-halves", "fp32-pad-m-major",
+         "fp32-unpadded-k-major"])
 def test_padded_copies_have_cache_line_rows(dtype, plan):
     """Every row of a padded copy starts on a 128-byte line (the TMA boxes' rows then do),
     the operand sits in its top-left corner and the padding is zero."""
@@ -346,6 +348,38 @@ def test_sixteen_byte_rows_skip_the_padded_copies_on_hopper():
     assert dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "half", sms).pad
     shifted = torch.empty(1000 * 1000 + 1, dtype=torch.float16)[1:].view(1, 1000, 1000)
     assert dispatch.plan(shifted, b, "half", sms).pad
+
+
+def test_rows_off_a_sector_are_padded_on_large_products():
+    """TMA-legal rows 16 bytes into a 32-byte sector (fp16 4104, fp32 4100) run direct only
+    below PITCH_PAD_MIN_MN rows or columns; from there the padded plan copies them (with
+    the column strip in A's copy). Rows on whole sectors (fp16 2000) stay direct."""
+    sms, big, small = 132, dispatch.PITCH_PAD_MIN_MN, dispatch.PITCH_PAD_MIN_MN - 8
+    for dtype, precision, k in ((torch.float16, "half", 4104),
+                                (torch.float32, "tf32", 4100)):
+        padded = dispatch.plan(*_ops(big, big, k, dtype=dtype), precision, sms)
+        assert padded.pad and padded.persistent, padded
+        direct = dispatch.plan(*_ops(small, big, k, dtype=dtype), precision, sms)
+        assert not direct.pad and direct.persistent, direct
+    # Off-sector B (K-major) or A (M-major).
+    for layouts in (("row", "col"), ("col", "row")):
+        p = dispatch.plan(*_ops(4104, 4104, 4104, *layouts, torch.float16), "half", sms)
+        assert p.pad, (layouts, p)
+    sector_rows = _ops(4000, 4000, 2000, dtype=torch.float16)  # 4000-byte rows
+    assert dispatch.plan(*sector_rows, "half", sms) == \
+        dispatch.Plan(False, False, False, True)
+
+
+def test_a_direct_plan_cuts_no_strip_from_rows_it_streams_slowly():
+    """A direct plan's column strip streams A as given on the split-K kernel: from rows not
+    ALIGN elements apart it costs more than the wave it saves (dispatch.FRINGE_TILE), so
+    1024x4104x4104 fp16 (136 tiles of 128x256, one wave and 4; 128 without the last 8
+    columns) runs uncut; with A's rows aligned (K 4096) the column strip is still cut."""
+    sms = 132
+    uncut = dispatch.plan(*_ops(1024, 4104, 4104, dtype=torch.float16), "half", sms)
+    assert uncut == dispatch.Plan(False, False, False, True), uncut
+    cut = dispatch.plan(*_ops(1024, 4104, 4096, dtype=torch.float16), "half", sms)
+    assert cut.core == (1024, 4096) and not cut.pad, cut
 
 
 def _padded_rows(m, n, k, dtype):

@@ -272,14 +272,21 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
     direct = _tma_direct(a, b, fp32_tensor_core) if pad and tma_kernel else None
+    if direct is not None and min(m, n) >= PITCH_PAD_MIN_MN and (
+            _off_sector(a, direct[0]) or _off_sector(b, direct[1])):
+        direct = None  # padded copies instead: see PITCH_PAD_MIN_MN
     mid_m = ((precision == "half" or (precision == "tf32" and sb[1] == 1))
              and SKINNY_M < m <= configs.MID_M_MAX and n * k >= MID_MIN_WEIGHT)
     persistent = tma_kernel and (tiles >= sms or mid_m)
-    # The row strip's skinny product streams B: fast only K-major (see _fringe_core).
+    # The row strip's skinny product streams B: fast only K-major (see _fringe_core), and
+    # the column strip's streams A; on the split-K kernel both only from rows of ALIGN
+    # elements, else element by element (see FRINGE_TILE).
     b_k_major_staged = b_k_major or (sb[1] == 1 and (direct is not None or not pad))
+    cut_cols = True
     if direct is not None:
-        b_k_major_staged = direct[1] or sb[1] == 1
-    core = (_fringe_core(m, n, sms, b_k_major_staged) if persistent and not mid_m
+        b_k_major_staged = direct[1] or _aligned(sb, 1, k)
+        cut_cols = direct[0] or _aligned(sa, 2, k) or _aligned(sa, 1, m)
+    core = (_fringe_core(m, n, sms, b_k_major_staged, cut_cols) if persistent and not mid_m
             else None)
     if (precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
             and k >= SPLIT_TF32_MIN_K and tiles >= SPLIT_TF32_MIN_TILES_PER_SM * sms
@@ -326,6 +333,13 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # fused copy 30.2-30.7 (16-bit tensor-core dot) + reduce 2.3; tf32 strip 34.0 + 2.6, copy
 # 48.1 alone, fused 70.2 (fp32 FMA dot) + 2.4. 8193^3 (65 x 33 tiles, 17 waves; 16 cut),
 # perf/plans.py, ms: fp16 1.846 uncut, 1.780 cut; tf32 3.583, 3.499 (cuBLAS 7.127, 8.168).
+# A direct plan (no copy of A) leaves the column strip to the split-K kernel on A as given,
+# slowly from rows that are not ALIGN elements apart (triton vectorises a load only along
+# strides it knows are multiples of 16): perf/timeline.py, H100, fp16, the strip's partial
+# kernel 60.1 us at 2048x4104x4104 and 78.1 at 4104^3 (0.3-0.4 TB/s),
+# against 131.4 and 266.1 for the core; in GPU time the 4104^3 plan ran 350.6 us with the
+# cut and 321.7 without (a probe, not kept, twenty-second session). So a direct plan cuts
+# only strips whose streamed operand is copied or has rows of ALIGN elements.
 FRINGE_TILE = 128
 # The copy of A writes one fp32 partial per strip column and 64-column tile of A: F / 16 bytes
 # per element of A, so up to 8 columns keep that below half the copy's own fp16 write (the
@@ -341,15 +355,17 @@ def _waves(m: int, n: int, sms: int) -> int:
     return -(-(-(-m // 128) * -(-n // 256)) // sms)
 
 
-def _fringe_core(m: int, n: int, sms: int, cut_rows: bool) -> tuple | None:
+def _fringe_core(m: int, n: int, sms: int, cut_rows: bool,
+                 cut_cols: bool = True) -> tuple | None:
     """(rows, columns) for the persistent kernel when cutting a fringe of at most SKINNY_M
-    columns, or rows where cut_rows, off the output saves a wave; None when nothing does."""
+    columns where cut_cols, or rows where cut_rows, off the output saves a wave; None when
+    nothing does."""
     def cuts(x: int, allowed: bool = True) -> tuple:
         thin = allowed and 0 < x % FRINGE_TILE <= SKINNY_M < x
         return (x, x - x % FRINGE_TILE) if thin else (x,)
     # Fewest waves; among equals, the least cut off (fewest and smallest fringe launches).
     best = min((_waves(r, c, sms), (m - r) + (n - c), (r, c))
-               for r in cuts(m, cut_rows) for c in cuts(n))
+               for r in cuts(m, cut_rows) for c in cuts(n, cut_cols))
     return None if best[2] == (m, n) else best[2]
 
 
@@ -424,9 +440,12 @@ def _halves_pay(m: int, n: int, k: int, in_loop_copied: int) -> bool:
 def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
     """(copy A, copy B) when the persistent kernel can take A and B unpadded, with at most
     K-major copies of fp32 tensor-core operands; None otherwise. It takes A and B either
-    way round when 16-bit (fp32: K-major), with 16-byte rows; a K-major copy has K elements
-    per row, so it qualifies when K elements are 16 bytes. (Measured with a row-major A,
-    perf/plans.py above; an M-major one takes the same TMA loads, its tiles transposed.)"""
+    way round when 16-bit (fp32: K-major), with 16-byte rows; fp32 qualifies when K
+    elements are 16 bytes, as measured when a K-major copy had K elements per row (stage
+    now gives it the padded pitch at any K; wider use unmeasured). (Measured with a
+    row-major A, perf/plans.py above; an M-major one takes the same TMA loads, its tiles
+    transposed.) Large products whose rows are off a sector pad instead
+    (PITCH_PAD_MIN_MN)."""
     copy_rows_ok = (a.shape[2] * a.element_size()) % _persistent.TMA_ALIGN_BYTES == 0
     if fp32_tensor_core:
         copy_a, copy_b = not _tma_rows(a, 2), not _tma_rows(b, 1)
@@ -434,6 +453,31 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
     if (_tma_rows(a, 2) or _tma_rows(a, 1)) and (_tma_rows(b, 2) or _tma_rows(b, 1)):
         return False, False
     return None
+
+
+# TMA rows that start 16 bytes into a 32-byte sector (fp16 K = 8 mod 16, fp32 K = 4 mod 8;
+# legal, 16-byte aligned) slow the persistent kernel on large products, so from
+# PITCH_PAD_MIN_MN rows and columns such operands take the padded plan (copies at
+# PAD_PITCH_BYTES, the column strip computed in A's copy) instead of running direct. Kernel
+# alone, autotuned, CUDA-graph time after an L2 flush (H100, probes, not kept, twenty-second
+# session), us, as given -> B copied to a 128-byte pitch -> both (cuBLAS): 4104^3 fp16 322.6
+# -> 250.4 -> 234.7 (210.4); tf32 4096x4096x4100 nt 493.8 -> 389.1 -> 379.0 (391.4); 1000^3
+# fp16 14.3 -> 13.7 -> 12.4 (12.0). Whole plans, GPU time, direct / padded (cuBLAS):
+# perf/plans.py, 4104^3 fp16 335.5 / 257.6 with the strip (211.9); forced plans (probe, same
+# session): 3000^3 fp16 133.9 / 120.4 (82.9), 2056^3 59.6 / 59.4 (32.5), tf32 4100^3 507.7
+# (B's K-major copy, the strip on split-K) / 489.5 (588.4), 1000^3 fp16 14.3 / 16.3 (12.4):
+# the copies cost more than they save there, so 1000^3 stays direct. Copying only one
+# operand ran faster on some shapes (see README "TMA rows off a sector"): not done, the
+# better one depends on the tile.
+PITCH_PAD_MIN_MN = 2048
+SECTOR_BYTES = 32
+
+
+def _off_sector(t: torch.Tensor, copied: bool) -> bool:
+    """A (1, R, C) operand read as given (not copied) whose rows, along either axis, are
+    not whole 32-byte sectors apart."""
+    pitch = t.stride(1) if t.stride(2) == 1 else t.stride(2)
+    return not copied and (pitch * t.element_size()) % SECTOR_BYTES != 0
 
 
 # Row pitch of the padded copies: a multiple of 128 bytes, so that every row of a TMA box
@@ -473,6 +517,11 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
         b_lo = (b_job.dst if raw == "b" else b_job.lo).transpose(1, 2)
         return a_hi, b_hi, Remainders(a_lo, b_lo, raw)
     kp = padded_extent(k, a.element_size()) if p.pad else k
+    # K-major copies keep the padded pitch even unpadded, their columns past kp zero and
+    # unread: TMA rows off a sector slow the persistent kernel (PITCH_PAD_MIN_MN), and the
+    # copy's stores are vectorised only over a whole pitch (a copy into the kp-wide view of
+    # 4104-element rows ran ~35 us slower at 4104^3 fp16: a probe, twenty-second session).
+    pitch = padded_extent(k, a.element_size())
     # A row-major copy of B keeps the padded pitch too: 16-byte loads along N at any N
     # (FMA_TRANSPOSED's A^T).
     np_ = padded_extent(n, b.element_size()) if p.pad or p.b_n_major else n
@@ -480,13 +529,13 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
     # The strip's partials read A as given: with a strip, A's copy is row-major.
     a_m_major = p.a_m_major and strip_from is None
     if strip_from is not None:
-        a_job = padded_job(a, (batch, m, kp))
+        a_job = padded_job(a, (batch, m, pitch))
     elif a_m_major:
         a_job = padded_job(a.transpose(1, 2), (batch, kp, padded_extent(m, a.element_size())))
     elif p.pad or p.a_k_major:
-        a_job = padded_job(a, (batch, m, kp))
+        a_job = padded_job(a, (batch, m, pitch))
     if p.b_k_major:
-        b_job = padded_job(b.transpose(1, 2), (batch, np_, kp))
+        b_job = padded_job(b.transpose(1, 2), (batch, np_, pitch))
     elif p.pad or p.b_n_major:
         b_job = padded_job(b, (batch, kp, np_))
     jobs = [job for job in (a_job, b_job) if job is not None]
@@ -495,9 +544,9 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
         partials = copy_jobs(*jobs, strip=None if strip_from is None
                              else b[0, :, strip_from:])
     if a_job is not None:
-        a = a_job.dst.transpose(1, 2) if a_m_major else a_job.dst
+        a = a_job.dst.transpose(1, 2) if a_m_major else a_job.dst[:, :, :kp]
     if b_job is not None:
-        b = b_job.dst.transpose(1, 2) if p.b_k_major else b_job.dst
+        b = b_job.dst.transpose(1, 2)[:, :kp] if p.b_k_major else b_job.dst
     return (a, b) if strip_from is None else (a, b, partials)
 
 
