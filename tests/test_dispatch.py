@@ -807,7 +807,9 @@ def test_mid_m_product_runs_on_the_mid_tiles(dtype):
 def test_transposed_a_runs_on_the_persistent_kernel(dtype, b_layout):
     """A 16-bit A stored M-contiguous (X^T, as a weight gradient dY^T X takes it) reaches
     the persistent kernel as it is, no copy: right answer on a poisoned output, with a D."""
-    m, n, k = 2048, 2048, 520  # 256 tiles of 128x128; K not a multiple of the tiles' BK
+    # 256 tiles of 128x128; K not a multiple of the tiles' BK; under PITCH_PAD_MIN_MN, so
+    # rows off a sector (A's 2040, a K-major B's 520) run direct too.
+    m, n, k = 2040, 2040, 520
     a, b = (t.normal_() for t in _ops(m, n, k, "col", b_layout, dtype, DEVICE))
     p = dispatch.plan(a, b, "half", *_persistent.gpu_sms(a.device))
     assert p.persistent and not p.copies, p

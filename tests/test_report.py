@@ -26,7 +26,7 @@ def test_suites():
     assert all(c.k >= 16384 and c.m <= 256 for c in suites.SUITES["splitk"])
     assert suites.Case(4097, 4097, 4097) in suites.SUITES["odd"]
     both = suites.cases(["square", "square", "odd"])
-    assert len(both) == len(set(both)) == 12
+    assert len(both) == len(set(both)) == 13
     with pytest.raises(ValueError, match="unknown suite 'huge'"):
         suites.cases(["huge"])
 
