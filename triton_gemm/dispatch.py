@@ -464,8 +464,8 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
 # -> 250.4 -> 234.7 (210.4); tf32 4096x4096x4100 nt 493.8 -> 389.1 -> 379.0 (391.4); 1000^3
 # fp16 14.3 -> 13.7 -> 12.4 (12.0). Whole plans, GPU time, direct / padded (cuBLAS):
 # perf/plans.py, 4104^3 fp16 335.5 / 257.6 with the strip (211.9); forced plans (probe, same
-# session): 3000^3 fp16 133.9 / 120.4 (82.9), 2056^3 59.6 / 59.4 (32.5), tf32 4100^3 507.7
-# (B's K-major copy, the strip on split-K) / 489.5 (588.4), 1000^3 fp16 14.3 / 16.3 (12.4):
+# session): 3000^3 fp16 133.9 / 120.4 (82.9), 2056^3 59.6 / 59.4 (32.5), tf32 4100^3 501.3
+# (B's K-major copy, the strip on split-K) / 492.6 (573.7), 1000^3 fp16 14.3 / 16.3 (12.4):
 # the copies cost more than they save there, so 1000^3 stays direct. Copying only one
 # operand ran faster on some shapes (see README "TMA rows off a sector"): not done, the
 # better one depends on the tile.
@@ -519,8 +519,9 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
     kp = padded_extent(k, a.element_size()) if p.pad else k
     # K-major copies keep the padded pitch even unpadded, their columns past kp zero and
     # unread: TMA rows off a sector slow the persistent kernel (PITCH_PAD_MIN_MN), and the
-    # copy's stores are vectorised only over a whole pitch (a copy into the kp-wide view of
-    # 4104-element rows ran ~35 us slower at 4104^3 fp16: a probe, twenty-second session).
+    # copy's stores are vectorised only over a whole pitch (4104^3 fp16 with A copied into
+    # the 4104-wide view of its pitched buffer 358.8 us, into the whole pitch 314.6: probes,
+    # twenty-second session).
     pitch = padded_extent(k, a.element_size())
     # A row-major copy of B keeps the padded pitch too: 16-byte loads along N at any N
     # (FMA_TRANSPOSED's A^T).
