@@ -374,12 +374,18 @@ def test_a_direct_plan_cuts_no_strip_from_rows_it_streams_slowly():
     """A direct plan's column strip streams A as given on the split-K kernel: from rows not
     ALIGN elements apart it costs more than the wave it saves (dispatch.FRINGE_TILE), so
     1024x4104x4104 fp16 (136 tiles of 128x256, one wave and 4; 128 without the last 8
-    columns) runs uncut; with A's rows aligned (K 4096) the column strip is still cut."""
+    columns) runs uncut; with A's rows aligned (K 4096) the column strip is still cut.
+    Rows likewise from a K-major B: 3336x1280 (135 tiles; 130 without the last 8 rows), A
+    M-major with 3336-element rows (direct), B's rows 4104 elements (uncut) or 4096 (cut)."""
     sms = 132
     uncut = dispatch.plan(*_ops(1024, 4104, 4104, dtype=torch.float16), "half", sms)
     assert uncut == dispatch.Plan(False, False, False, True), uncut
     cut = dispatch.plan(*_ops(1024, 4104, 4096, dtype=torch.float16), "half", sms)
     assert cut.core == (1024, 4096) and not cut.pad, cut
+    rows = {k: dispatch.plan(*_ops(3336, 1280, k, "col", "col", torch.float16), "half", sms)
+            for k in (4104, 4096)}
+    assert rows[4104] == dispatch.Plan(False, False, False, True), rows
+    assert rows[4096] == dispatch.Plan(False, False, False, True, core=(3328, 1280)), rows
 
 
 def _padded_rows(m, n, k, dtype):

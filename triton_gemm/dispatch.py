@@ -280,7 +280,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     persistent = tma_kernel and (tiles >= sms or mid_m)
     # The row strip's skinny product streams B: fast only K-major (see _fringe_core), and
     # the column strip's streams A; on the split-K kernel both only from rows of ALIGN
-    # elements, else element by element (see FRINGE_TILE).
+    # elements, else slowly (see FRINGE_TILE).
     b_k_major_staged = b_k_major or (sb[1] == 1 and (direct is not None or not pad))
     cut_cols = True
     if direct is not None:
@@ -339,7 +339,8 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # kernel 60.1 us at 2048x4104x4104 and 78.1 at 4104^3 (0.3-0.4 TB/s),
 # against 131.4 and 266.1 for the core; in GPU time the 4104^3 plan ran 350.6 us with the
 # cut and 321.7 without (a probe, not kept, twenty-second session). So a direct plan cuts
-# only strips whose streamed operand is copied or has rows of ALIGN elements.
+# only strips whose streamed operand is copied or has rows of ALIGN elements (the row strip,
+# streaming B, by the same reasoning: not timed).
 FRINGE_TILE = 128
 # The copy of A writes one fp32 partial per strip column and 64-column tile of A: F / 16 bytes
 # per element of A, so up to 8 columns keep that below half the copy's own fp16 write (the
@@ -518,10 +519,10 @@ def stage(a: torch.Tensor, b: torch.Tensor, p: Plan, strip_from: int | None = No
         return a_hi, b_hi, Remainders(a_lo, b_lo, raw)
     kp = padded_extent(k, a.element_size()) if p.pad else k
     # K-major copies keep the padded pitch even unpadded, their columns past kp zero and
-    # unread: TMA rows off a sector slow the persistent kernel (PITCH_PAD_MIN_MN), and the
-    # copy's stores are vectorised only over a whole pitch (4104^3 fp16 with A copied into
-    # the 4104-wide view of its pitched buffer 358.8 us, into the whole pitch 314.6: probes,
-    # twenty-second session).
+    # unread: TMA rows off a sector slow the persistent kernel (PITCH_PAD_MIN_MN), and a
+    # copy over the whole pitch ran faster than one into the K-wide view (4104^3 fp16 with
+    # A copied into the 4104-wide view of its pitched buffer 358.8 us, into the whole pitch
+    # 314.6: probes, twenty-second session).
     pitch = padded_extent(k, a.element_size())
     # A row-major copy of B keeps the padded pitch too: 16-byte loads along N at any N
     # (FMA_TRANSPOSED's A^T).
