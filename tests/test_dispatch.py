@@ -370,22 +370,43 @@ def test_rows_off_a_sector_are_padded_on_large_products():
         dispatch.Plan(False, False, False, True)
 
 
-def test_a_direct_plan_cuts_no_strip_from_rows_it_streams_slowly():
-    """A direct plan's column strip streams A as given on the split-K kernel: from rows not
-    ALIGN elements apart it costs more than the wave it saves (dispatch.FRINGE_TILE), so
-    1024x4104x4104 fp16 (136 tiles of 128x256, one wave and 4; 128 without the last 8
-    columns) runs uncut; with A's rows aligned (K 4096) the column strip is still cut.
-    Rows likewise from a K-major B: 3336x1280 (135 tiles; 130 without the last 8 rows), A
-    M-major with 3336-element rows (direct), B's rows 4104 elements (uncut) or 4096 (cut)."""
-    sms = 132
-    uncut = dispatch.plan(*_ops(1024, 4104, 4104, dtype=torch.float16), "half", sms)
+def test_a_direct_plan_cuts_strips_only_from_rows_of_16_byte_runs():
+    """A direct plan's column strip streams A as given on the split-K kernel, its row strip
+    B: cut where they come in whole 16-byte runs, which the kernel's vector hints load 16
+    bytes wide (dispatch.FRINGE_TILE). 1024x4104x4104 fp16 (136 tiles of 128x256, one wave
+    and 4; 128 without the last 8 columns) cuts its column strip; with A's K 4100 in rows
+    4104 apart (TMA takes them, the runs break at K) it runs uncut. Rows likewise from a
+    K-major B: 3336x1280 (135 tiles; 130 without the last 8 rows), A M-major with
+    3336-element rows (direct), B's K 4104 (cut) or 4100 in rows 4104 apart (uncut)."""
+    sms, half = 132, torch.float16
+    cut = dispatch.plan(*_ops(1024, 4104, 4104, dtype=half), "half", sms)
+    assert cut == dispatch.Plan(False, False, False, True, core=(1024, 4096)), cut
+    a_short = torch.empty(1, 1024, 4104, dtype=half)[:, :, :4100]
+    uncut = dispatch.plan(a_short, torch.empty(1, 4100, 4104, dtype=half), "half", sms)
     assert uncut == dispatch.Plan(False, False, False, True), uncut
-    cut = dispatch.plan(*_ops(1024, 4104, 4096, dtype=torch.float16), "half", sms)
-    assert cut.core == (1024, 4096) and not cut.pad, cut
-    rows = {k: dispatch.plan(*_ops(3336, 1280, k, "col", "col", torch.float16), "half", sms)
-            for k in (4104, 4096)}
-    assert rows[4104] == dispatch.Plan(False, False, False, True), rows
-    assert rows[4096] == dispatch.Plan(False, False, False, True, core=(3328, 1280)), rows
+    a_m_major = torch.empty(1, 4104, 3336, dtype=half).transpose(1, 2)
+    b_k_major = torch.empty(1, 1280, 4104, dtype=half).transpose(1, 2)
+    rows = dispatch.plan(a_m_major, b_k_major, "half", sms)
+    assert rows == dispatch.Plan(False, False, False, True, core=(3328, 1280)), rows
+    rows_short = dispatch.plan(a_m_major[:, :, :4100], b_k_major[:, :4100], "half", sms)
+    assert rows_short == dispatch.Plan(False, False, False, True), rows_short
+
+
+def test_split_k_plans_pad_operands_it_cannot_load_16_bytes_wide():
+    """Skinny products on the split-K kernel: rows of whole 16-byte runs (4104 fp16, 4100
+    fp32) run as given under the kernel's vector hints; rows off 16 bytes (4097, or 4100
+    fp16) are padded at any size (dispatch.PAD_MIN_MN), row-major or K-major B."""
+    sms = 132
+    for dtype, precision, size in ((torch.float16, "half", 4104),
+                                   (torch.float32, "tf32", 4100)):
+        for layout in ("row", "col"):
+            p = dispatch.plan(*_ops(8, size, size, "row", layout, dtype), precision, sms)
+            assert p == dispatch.Plan(False, False, False, split_k=True), (dtype, layout, p)
+    for size in (4097, 4100):
+        for layout in ("row", "col"):
+            p = dispatch.plan(*_ops(8, size, size, "row", layout, torch.float16), "half",
+                              sms)
+            assert p.split_k and p.pad, (size, layout, p)
 
 
 def _padded_rows(m, n, k, dtype):
@@ -497,20 +518,22 @@ def test_thin_fringes_run_on_split_k_where_they_save_a_wave():
         return dispatch.plan(*_ops(m, n, k, dtype=dtype, **layouts), precision, sms)
 
     # 4097^3: 33 x 17 tiles of 128x256 take five waves, 33 x 16 four. The row fringe would
-    # save none (32 x 17) and, with row-major B, streams B slowly: columns only.
+    # save none (32 x 17): columns only.
     assert plan(4097, 4097, 4097).core == (4097, 4096)
     assert plan(4097, 4097, 4097, "tf32", torch.float32).core == (4097, 4096)
     assert plan(4096, 4097, 4096).core == (4096, 4096)
-    # Rows are cut only where B reaches the split-K kernel K-major: 4097 x 8448 takes 33 x 33
-    # tiles, nine waves, and 4096 x 8448 eight (32 x 33).
+    # Rows: 4097 x 8448 takes 33 x 33 tiles, nine waves, and 4096 x 8448 eight (32 x 33),
+    # with B row-major or K-major (its rows whole 16-byte runs); 2049^3 and 2056^3 cut both
+    # (17 x 9 tiles, two waves; 16 x 8, one).
     wide = 33 * 256
-    assert plan(4097, wide, 4096).core is None
+    assert plan(4097, wide, 4096).core == (4096, wide)
     assert plan(4097, wide, 4096, b_layout="col").core == (4096, wide)
     assert plan(4097, wide, 4096, "tf32", torch.float32).core == (4096, wide)  # staged K-major
-    # No wave saved (4096 x 4097: 32 x 17 tiles, 2049^3: 17 x 9 and 17 x 8 both two waves),
-    # a fringe wider than SKINNY_M, or no fringe: nothing cut.
+    assert plan(2049, 2049, 2049).core == (2048, 2048)
+    assert plan(2056, 2056, 2056).core == (2048, 2048)
+    # No wave saved (4096 x 4097: 32 x 17 tiles), a fringe wider than SKINNY_M, or no
+    # fringe: nothing cut.
     assert plan(4097, 4096, 4096).core is None
-    assert plan(2049, 2049, 2049).core is None
     assert plan(4093, 4091, 4099).core is None
     assert plan(4096, 4096 + dispatch.SKINNY_M + 1, 4096).core is None
     assert plan(4096, 4096, 4096).core is None

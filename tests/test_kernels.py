@@ -402,6 +402,77 @@ def test_every_splitk_config(family, tile, dtype, precision):
     assert_close(out, ref, dtype, None if precision == "half" else precision, tile[0])
 
 
+# 16-byte runs that are not 16 elements (M, N, K and strides 8 mod 16): the split-K
+# kernel's vector hints, along K, M (A) and N (B).
+VSM, VSN, VSK = (56, 136, 1496) if DEVICE == "cuda" else (24, 72, 296)
+
+
+@requires_kernels
+@pytest.mark.parametrize("family,tile,dtype,precision", SPLITK_PINNED,
+                         ids=[f"{t[0]}-{dt}-{p}".replace("torch.", "")
+                              for _, t, dt, p in SPLITK_PINNED])
+def test_every_splitk_config_on_16_byte_runs(family, tile, dtype, precision):
+    """Each split-K config with both operands hinted (splitk.vector_hints): row-major A and
+    B (a skinny product against a row-major weight), then M-major A and K-major B (a
+    direct plan's column strip). The hints promise only what holds (a wrong one misaligns
+    the GPU's vector loads)."""
+    config = configs.splitk_configs(family)[configs.splitk_tiles(family).index(tile)]
+    vec = 16 // torch.empty((), dtype=dtype).element_size()
+    for a, b in ((randn(VSM, VSK, dtype=dtype), randn(VSK, VSN, dtype=dtype)),
+                 (randn(VSK, VSM, dtype=dtype).t(), randn(VSN, VSK, dtype=dtype).t())):
+        hints = splitk.vector_hints(a, b)
+        assert (hints["A_VEC"], hints["B_VEC"]) == (vec, vec), hints
+        d = randn(1, VSN, dtype=dtype)
+        out = poisoned(VSM, VSN, dtype=dtype)
+        splitk.matmul_2d(a, b, out, d, alpha=1.5, beta=-0.5, precision=precision,
+                         config=config)
+        ref = 1.5 * (a.double() @ b.double()) - 0.5 * d.double()
+        assert_close(out, ref, dtype, None if precision == "half" else precision,
+                     f"{tile[0]}, {hints}")
+
+
+@requires_kernels
+def test_splitk_reads_only_the_first_m_rows_and_n_columns():
+    """Operands wider than the output (padded copies: dispatch passes them whole): rows of
+    A past M and columns of B past N, here NaN, are read by edge tiles but never reach the
+    output; an operand too small for the output is refused, naming the shapes."""
+    a = torch.full((SM + 24, SK), float("nan"), device=DEVICE)
+    b = torch.full((SK, SN + 40), float("nan"), device=DEVICE)
+    a[:SM], b[:, :SN] = randn(SM, SK), randn(SK, SN)
+    out = poisoned(SM, SN, dtype=torch.float32)
+    splitk.matmul_2d(a, b, out, precision="ieee")
+    assert_close(out, a[:SM].double() @ b[:, :SN].double(), torch.float32, "ieee",
+                 "padded operands")
+    with pytest.raises(ValueError, match="at least 41 columns"):
+        splitk.matmul_2d(a[:SM], b[:, :40], poisoned(SM, 41, dtype=torch.float32))
+
+
+def test_splitk_vector_hints_need_every_run_on_16_bytes():
+    """No hint where triton sees 16 elements anyway, where a base, a stride or the extent
+    along the runs is off 16 bytes, or where neither dimension is contiguous."""
+    half = torch.float16
+
+    def hints(a, b):
+        h = splitk.vector_hints(a, b)
+        return h["A_VEC"], h["A_M_RUNS"], h["B_VEC"], h["B_N_RUNS"]
+
+    a, b = torch.empty(8, 4104, dtype=half), torch.empty(4104, 4104, dtype=half)
+    assert hints(a, b) == (8, False, 8, True)
+    assert hints(a.float(), b.float()) == (4, False, 4, True)
+    assert hints(b.t()[:8], a.t()) == (8, True, 8, False)  # a column strip: both transposed
+    assert hints(torch.empty(8, 4096, dtype=half),
+                 torch.empty(4096, 4096, dtype=half)) == (0, False, 0, True)
+    assert hints(a, b[:, :4100]) == (8, False, 0, True)  # N off 16 bytes
+    # K off 16 bytes: A's runs along K break; B's along N do not.
+    assert hints(a[:, :4100], b[:4100]) == (0, False, 8, True)
+    assert hints(a[:, :4100], b.t()[:4100]) == (0, False, 0, False)
+    storage = torch.empty(8 * 4104 + 1, dtype=half)
+    assert hints(storage[1:].view(8, 4104), b) == (0, False, 8, True)  # base off 16 bytes
+    assert hints(a[:, ::2], b[:, ::2]) == (0, True, 0, True)  # nothing contiguous
+    # M-major A of 8 rows, its columns 12 elements apart
+    assert hints(torch.empty(4, 12, dtype=half).t()[:8], b[:4]) == (0, True, 8, True)
+
+
 # The two-warp tf32 split-K tiles run mma.sync on B as laid out: row-major B is their case.
 SPLITK_TWO_WARP = [t for t in configs.splitk_tiles("tf32") if t[5] == 2]
 

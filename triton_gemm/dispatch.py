@@ -70,7 +70,7 @@ from .kernels import gemv as _gemv
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
-from .kernels.common import INTERPRETER, capability
+from .kernels.common import INTERPRETER, VECTOR_BYTES, capability
 from .kernels.copy import TILE as COPY_TILE
 from .kernels.copy import copy_jobs, padded_job, remainder_job, split_job
 
@@ -80,6 +80,11 @@ ALIGN = 16
 
 # Pad only when both M and N reach this: below it the GEMM is memory-bound and the copy of
 # the other operand would cost about as much as the product (reasoned, not measured).
+# Except on the split-K kernel, which pads at any size an operand it cannot load 16 bytes
+# wide: it loads such an operand one element at a time, far slower than a copy. H100,
+# CUDA-graph time after an L2 flush, fp16, us (cuBLAS): 8x4097x4097 nn as given 503.7
+# (40.3), split-K on padded copies 20.4 (63.7 with two torch copy_ calls before it); nt
+# 96.9 (30.0), 20.5; 8x4100x4100 nn 504.1 (25.7), 20.4 (probes, twenty-third session).
 PAD_MIN_MN = 64
 
 # Stage a K-major copy of an fp32 tensor-core operand when the other side reaches this
@@ -231,6 +236,16 @@ def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
             and strides[0] % ALIGN == 0 and extent % ALIGN == 0)
 
 
+def _vector_runs(t: torch.Tensor, contiguous_dim: int, extent: int) -> bool:
+    """A single (1, R, C) operand is contiguous along contiguous_dim with its base, its
+    other stride and that dimension's extent all whole 16-byte runs: what the pointer
+    kernels load 16 bytes wide (triton's specialisation or their vector hints)."""
+    strides, size = t.stride(), t.element_size()
+    return (strides[contiguous_dim] == 1 and t.data_ptr() % VECTOR_BYTES == 0
+            and (strides[3 - contiguous_dim] * size) % VECTOR_BYTES == 0
+            and (extent * size) % VECTOR_BYTES == 0)
+
+
 def _tma_rows(t: torch.Tensor, contiguous_dim: int) -> bool:
     """A single (1, R, C) operand is contiguous along contiguous_dim with its other stride
     and base address 16-byte aligned: what TMA needs, even where ALIGN elements fail."""
@@ -258,6 +273,9 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         a_k_major = b_k_major = True
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
                and (m <= SKINNY_M or 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= sms))
+    # Operands the split-K kernel (and the fringe strips on it) load 16 bytes wide as given.
+    a_runs = _vector_runs(a, 2, k) or _vector_runs(a, 1, m)
+    b_runs = _vector_runs(b, 2, n) or _vector_runs(b, 1, k)
     k_major_weight = split_k and n >= THIN_MIN_N and sa[2] == 1 and sb[1] == 1
     if k_major_weight and m <= GEMV_MAX_M.get(precision, 0):
         return GEMV
@@ -281,12 +299,13 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     # The row strip's skinny product streams B: fast only K-major (see _fringe_core), and
     # the column strip's streams A; on the split-K kernel both only from rows of ALIGN
     # elements, else slowly (see FRINGE_TILE).
-    b_k_major_staged = b_k_major or (sb[1] == 1 and (direct is not None or not pad))
-    cut_cols = True
+    # The row strip streams B, the column strip A: cut only where the strip loads them 16
+    # bytes wide (copies always; see FRINGE_TILE).
+    cut_rows = pad or b_k_major or b_runs
+    cut_cols = pad or a_k_major or a_runs
     if direct is not None:
-        b_k_major_staged = direct[1] or _aligned(sb, 1, k)
-        cut_cols = direct[0] or _aligned(sa, 2, k) or _aligned(sa, 1, m)
-    core = (_fringe_core(m, n, sms, b_k_major_staged, cut_cols) if persistent and not mid_m
+        cut_rows, cut_cols = direct[1] or b_runs, direct[0] or a_runs
+    core = (_fringe_core(m, n, sms, cut_rows, cut_cols) if persistent and not mid_m
             else None)
     if (precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
             and k >= SPLIT_TF32_MIN_K and tiles >= SPLIT_TF32_MIN_TILES_PER_SM * sms
@@ -301,6 +320,8 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # as they are, at any tile count, instead of padded copies; fp32 operands TMA cannot
         # take as given get their (unpadded) K-major copies.
         return Plan(False, *direct, persistent=True, core=core)
+    # Split-K plans pad at any size what the kernel cannot load 16 bytes wide (PAD_MIN_MN).
+    pad = pad or (split_k and not (a_runs and b_runs))
     fma_plain = precision == "ieee" and not split_k
     a_m_major = fma_plain and (pad or (sa[1] != 1 and min(m, n) >= FMA_STAGE_A_MIN))
     b_as_given = fma_plain and pad and m < FMA_PAD_B_MIN_M
@@ -320,27 +341,29 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # of the other operand instead of a wave. perf/plans.py, H100, 4097^3, L2 flushed, ms
 # (cuBLAS 1.025 fp16, 1.171 tf32): fp16 uncut 0.306, columns cut 0.283, rows 0.374, both
 # 0.387; tf32 0.573, 0.534, 0.584, 0.534. Cutting rows saves no wave of 128x256 tiles there
-# (32 x 17 = 544), and with row-major B the row strip streamed B at 0.5 TB/s (70 us for 34
-# MB), so rows are cut only when B is K-major. The likely cause, B's unaligned rows loaded
-# with the warp's lanes along K (SASS read offline), is gone since the split-K kernel's
-# max_contiguous hint; the strip was not re-timed. (Masking the split-K kernel's edges
-# instead of wrapping them, offs % N, measured no different on aligned N: perf/timeline.py,
-# fp16 nn, partial kernel 16x8192x8192 55.9 us against 56.2, 64x8192x8192 60.1 vs 60.4,
-# 256x256x32768 19.9 vs 19.9.)
+# (32 x 17 = 544). (Masking the split-K kernel's edges instead of wrapping them, offs % N,
+# measured no different on aligned N: perf/timeline.py, fp16 nn, partial kernel
+# 16x8192x8192 55.9 us against 56.2, 64x8192x8192 60.1 vs 60.4, 256x256x32768 19.9 vs 19.9.)
+# A strip is cut only where the split-K kernel loads the operand it streams (the row strip
+# B, the column strip A) 16 bytes wide: a copy, or rows of whole 16-byte runs
+# (splitk.vector_hints). Else it loads them one element at a time: the row strip of 4104^3
+# fp16 from B's padded copy, 4104 columns wide before the split-K kernel read a padded
+# copy's zero columns, took ~850 us. H100, CUDA-graph time after an L2 flush, us (probes,
+# twenty-third session): the hints took the 8-column strip of 4104^3 fp16 from A as given
+# from 78.1 to 21.1, and a row-major B streams at copy speed (8x4096x4160 18.5, cuBLAS
+# 17.2).
+# perf/plans.py, fp16, padded plan uncut against both strips cut (cuBLAS): 2056^3 58.4 vs
+# 53.3 (32.1; 153 tiles of 128x256 against 128), 2056x4104x4104 168.9 vs 156.4 (103.4).
 # Where the plan copies A anyway, the copy computes the column strip's partial products as
 # it reads A (copy.copy_jobs with a strip) instead of a second read on the split-K kernel.
 # perf/timeline.py, 4097^3, us: fp16 split-K strip 18.3 + reduce 1.8, copy of A 27.8 alone;
 # fused copy 30.2-30.7 (16-bit tensor-core dot) + reduce 2.3; tf32 strip 34.0 + 2.6, copy
 # 48.1 alone, fused 70.2 (fp32 FMA dot) + 2.4. 8193^3 (65 x 33 tiles, 17 waves; 16 cut),
 # perf/plans.py, ms: fp16 1.846 uncut, 1.780 cut; tf32 3.583, 3.499 (cuBLAS 7.127, 8.168).
-# A direct plan (no copy of A) leaves the column strip to the split-K kernel on A as given,
-# slowly from rows that are not ALIGN elements apart (triton vectorises a load only along
-# strides it knows are multiples of 16): perf/timeline.py, H100, fp16, the strip's partial
-# kernel 60.1 us at 2048x4104x4104 and 78.1 at 4104^3 (0.3-0.4 TB/s),
-# against 131.4 and 266.1 for the core; in GPU time the 4104^3 plan ran 350.6 us with the
-# cut and 321.7 without (a probe, not kept, twenty-second session). So a direct plan cuts
-# only strips whose streamed operand is copied or has rows of ALIGN elements (the row strip,
-# streaming B, by the same reasoning: not timed).
+# A direct plan (no copy of A) leaves the column strip to the split-K kernel on A as given.
+# Before the kernel's vector hints, rows not ALIGN elements apart loaded slowly there
+# (perf/timeline.py, H100, fp16: the strip's partial kernel 60.1 us at 2048x4104x4104 and
+# 78.1 at 4104^3, against 131.4 and 266.1 for the core), so such strips were not cut.
 FRINGE_TILE = 128
 # The copy of A writes one fp32 partial per strip column and 64-column tile of A: F / 16 bytes
 # per element of A, so up to 8 columns keep that below half the copy's own fp16 write (the
@@ -609,17 +632,18 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     # first), which the core's own run then hides from what follows.
     _tiled(a[:, :rows], b[:, :, :cols], out[:, :rows, :cols],
            None if d3 is None else d3[:, :rows, :cols], p, lo, **epilogue)
-    _fringe(a[0], b[0, :, :n], out[0], None if d3 is None else d3[0], rows, cols, partials,
+    _fringe(a[0], b[0], out[0], None if d3 is None else d3[0], rows, cols, partials,
             **epilogue)
     return out
 
 
 def _fringe(a, b, out, d, rows: int, cols: int, partials, **epilogue) -> None:
     """The fringe of a plan with a core: out's columns from `cols` on (every row), then its
-    rows from `rows` on (left of `cols`). 2-D a (M, K), b (K, N), out (M, N), d None or
-    (M, N); partials: the column strip's partial products from A's copy, else None (the
-    split-K kernel computes the strip)."""
-    if cols < out.shape[1]:
+    rows from `rows` on (left of `cols`). 2-D a (M, K), b (K, NB), NB >= N (a padded copy's
+    zero columns past N), out (M, N), d None or (M, N); partials: the column strip's
+    partial products from A's copy, else None (the split-K kernel computes the strip)."""
+    n = out.shape[1]
+    if cols < n:
         strip_d = None if d is None else d[:, cols:]
         if partials is not None:
             _splitk.reduce(partials, partials.shape[0], out[:, cols:], strip_d,
@@ -627,10 +651,10 @@ def _fringe(a, b, out, d, rows: int, cols: int, partials, **epilogue) -> None:
                            activation=epilogue["activation"])
         else:
             # A column strip is a skinny product transposed: out[:, c:]^T = b[:, c:]^T a^T.
-            _splitk.matmul_2d(b[:, cols:].T, a.T, out[:, cols:].T,
+            _splitk.matmul_2d(b[:, cols:n].T, a.T, out[:, cols:].T,
                               None if strip_d is None else strip_d.T, **epilogue)
     if rows < out.shape[0]:
-        _splitk.matmul_2d(a[rows:], b[:, :cols], out[rows:, :cols],
+        _splitk.matmul_2d(a[rows:], b, out[rows:, :cols],
                           None if d is None else d[rows:, :cols], **epilogue)
 
 
@@ -647,7 +671,8 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation) -> 
                         activation=activation)
         return
     if p.split_k and _splitk.supports(a, b, out, d2):
-        _splitk.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
+        # B whole: past column n a padded copy's zeros, which keep 16-byte runs whole.
+        _splitk.matmul_2d(a[0], b[0], out[0], d2, alpha=alpha, beta=beta,
                           precision=precision, activation=activation)
         return
     if p.persistent and _persistent.supports(a[0], b[0], out[0], precision):

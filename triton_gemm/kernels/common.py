@@ -36,6 +36,10 @@ AUTOTUNE = os.environ.get("TRITON_GEMM_AUTOTUNE", "1") != "0"
 A_K_CONTIGUOUS = 1
 B_K_CONTIGUOUS = 2
 
+# Widest load per thread: the pointer kernels' hints (matmul.vector_width,
+# splitk.vector_hints) promise runs of this many bytes that triton cannot see by itself.
+VECTOR_BYTES = 16
+
 
 def layout_code(a: torch.Tensor, b: torch.Tensor) -> int:
     """LAYOUT key of (..., M, K) A and (..., K, N) B."""

@@ -8,8 +8,8 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, dependent_meta, dot_precision, epilogue_input,
-                     launch, make_tuners, needs_int64, tuning_args)
+from .common import (AUTOTUNE, INTERPRETER, VECTOR_BYTES, dependent_meta, dot_precision,
+                     epilogue_input, launch, make_tuners, needs_int64, tuning_args)
 from .epilogue import finish
 
 
@@ -129,14 +129,13 @@ _TUNED = make_tuners(_matmul_kernel, "matmul",
                      configs.plain_prune)
 
 
-# Bytes of the vector loads the kernel's VEC hint restores (16-byte cp.async instead of
-# 2-byte loads in the sm_90 PTX at fp16 K = 1000). H100, CUDA-graph replay after an L2
-# flush, best of five tiles, us, hinted against not (cuBLAS): 8x1000x1000 fp16 10.7 vs 37.0
-# (8.1); 8 x 48x1000x1000 13.6 vs 39.6 (12.0); 1000^3 15.8 vs 46.0 (11.4); bf16 the same
-# within 0.2 us. Dispatch pads such operands from 64 rows and columns, and on Hopper runs
-# single products on the TMA kernel instead (1000^3 bf16 15.1 us there, perf/plans.py):
-# the hint serves the plain kernel's other launches (fewer rows, batches of them).
-VECTOR_BYTES = 16
+# The kernel's VEC hint restores 16-byte loads (cp.async instead of 2-byte loads in the
+# sm_90 PTX at fp16 K = 1000). H100, CUDA-graph replay after an L2 flush, best of five
+# tiles, us, hinted against not (cuBLAS): 8x1000x1000 fp16 10.7 vs 37.0 (8.1); 8 x
+# 48x1000x1000 13.6 vs 39.6 (12.0); 1000^3 15.8 vs 46.0 (11.4); bf16 the same within 0.2 us.
+# Dispatch pads such operands from 64 rows and columns, and on Hopper runs single products
+# on the TMA kernel instead (1000^3 bf16 15.1 us there, perf/plans.py): the hint serves the
+# plain kernel's other launches (fewer rows, batches of them).
 
 
 def vector_width(a: torch.Tensor, b: torch.Tensor, k: int, nb: int) -> tuple[int, bool]:

@@ -41,26 +41,34 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, dependent_meta, dot_precision, epilogue_input,
-                     launch, make_tuners, needs_int64, run_kernel, tuning_args, workspace)
+from .common import (AUTOTUNE, INTERPRETER, VECTOR_BYTES, dependent_meta, dot_precision,
+                     epilogue_input, launch, make_tuners, needs_int64, run_kernel,
+                     tuning_args, workspace)
 from .epilogue import finish
 
 
 @triton.jit
 def _splitk_partial_kernel(
     a_ptr, b_ptr, w_ptr,
-    M, N, K,
+    M, N, K, MA, NB,
     stride_am, stride_ak, stride_bk, stride_bn,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, UPCAST: tl.constexpr,
+    A_VEC: tl.constexpr, A_M_RUNS: tl.constexpr,
+    B_VEC: tl.constexpr, B_N_RUNS: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
     DEPENDENT: tl.constexpr,
 ):
-    """W[s] = A[:, Ks] @ B[Ks, :] for K slice s (a multiple of BK long). A (M, K), B (K, N)
-    with any strides; W (SPLIT, M, N) contiguous fp32. Grid: (SPLIT * tiles,), tiles
+    """W[s] = A[:M, Ks] @ B[Ks, :N] for K slice s (a multiple of BK long). A (MA, K), B (K,
+    NB) with any strides, MA >= M, NB >= N (more when a padded copy: edge tiles then read
+    its padding, not wrapped rows or columns, so runs along M or N keep their alignment);
+    W (SPLIT, M, N) contiguous fp32. Grid: (SPLIT * tiles,), tiles
     fastest, so the programs of one slice run together and share its A and B in L2.
     HAS_D is only read by the autotuner's key (the partial kernel has no epilogue).
-    DEPENDENT: see common.dependent_launch."""
+    A_VEC > 0 promises 16-byte runs of A that triton's own specialisation (multiples of 16
+    elements) cannot see (vector_hints): A contiguous along M (A_M_RUNS) or K, its other
+    stride and its extent along the runs multiples of A_VEC elements; B_VEC and B_N_RUNS
+    the same for B. DEPENDENT: see common.dependent_launch."""
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     pid = tl.program_id(0)
@@ -79,10 +87,28 @@ def _splitk_partial_kernel(
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = k_start + tl.arange(0, BK)
     # Rows/columns past the edge read a valid one (wrapped) and are never stored.
-    a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am + offs_k[None, :] * stride_ak
+    rows_a = offs_m % MA
+    if A_M_RUNS:  # rows in order but for the wrap, as B's columns
+        rows_a = tl.max_contiguous(rows_a, 16)
     # Columns in order but for the wrap: lanes along N where N is unaligned (matmul.py).
-    b_ptrs = (b_ptr + offs_k[:, None] * stride_bk
-              + tl.max_contiguous(offs_n % N, 16)[None, :] * stride_bn)
+    cols_b = tl.max_contiguous(offs_n % NB, 16)
+    a_m = rows_a * stride_am
+    a_k = offs_k * stride_ak
+    b_k = offs_k * stride_bk
+    b_n = cols_b * stride_bn
+    # The hints: wrapping at MA or NB, which are multiples of the run, keeps each run whole.
+    if A_VEC > 0 and A_M_RUNS:
+        a_m = tl.max_contiguous(tl.multiple_of(rows_a, A_VEC), A_VEC) * stride_am
+        a_k = tl.multiple_of(a_k, A_VEC)
+    elif A_VEC > 0:
+        a_m = tl.multiple_of(a_m, A_VEC)
+    if B_VEC > 0 and B_N_RUNS:
+        b_k = tl.multiple_of(b_k, B_VEC)
+        b_n = tl.max_contiguous(tl.multiple_of(cols_b, B_VEC), B_VEC) * stride_bn
+    elif B_VEC > 0:
+        b_n = tl.multiple_of(b_n, B_VEC)
+    a_ptrs = a_ptr + a_m[:, None] + a_k[None, :]
+    b_ptrs = b_ptr + b_k[:, None] + b_n[None, :]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for i in range(k_steps):
         # Slices are whole BK steps, so only K's end needs a mask; K - k stays a multiple
@@ -90,8 +116,14 @@ def _splitk_partial_kernel(
         # operand (a mask against the slice end, min(k_start + k_slice, K), does not:
         # 56 us of GPU time against cuBLAS's 12 at 128x128x65536 fp16).
         k_left = K - k_start - i * BK
-        a = tl.load(a_ptrs, mask=tl.arange(0, BK)[None, :] < k_left, other=0.0)
-        b = tl.load(b_ptrs, mask=tl.arange(0, BK)[:, None] < k_left, other=0.0)
+        a_mask = tl.arange(0, BK)[None, :] < k_left
+        b_mask = tl.arange(0, BK)[:, None] < k_left
+        if A_VEC > 0 and not A_M_RUNS:  # K is a multiple of A_VEC: masks hold in its runs
+            a_mask = tl.max_constancy(a_mask, [1, A_VEC])
+        if B_VEC > 0 and not B_N_RUNS:
+            b_mask = tl.max_constancy(b_mask, [B_VEC, 1])
+        a = tl.load(a_ptrs, mask=a_mask, other=0.0)
+        b = tl.load(b_ptrs, mask=b_mask, other=0.0)
         if UPCAST:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -152,6 +184,27 @@ def _max_split(family: str, m_bucket: int, n_bucket: int, k_bucket: int, elem_by
 _REDUCE_TILE = 4096
 
 
+def _runs(t: torch.Tensor, run_dim: int) -> int:
+    """Elements per 16-byte run of 2-D t along run_dim (stride 1) where t's base is 16-byte
+    aligned and its other stride and its extent along run_dim are multiples of that but
+    not both of 16 elements (which triton specialises on by itself); else 0."""
+    vec = VECTOR_BYTES // t.element_size()
+    counts = (t.stride(1 - run_dim), t.shape[run_dim])
+    if (t.stride(run_dim) != 1 or t.data_ptr() % VECTOR_BYTES
+            or any(c % vec for c in counts) or all(c % 16 == 0 for c in counts)):
+        return 0
+    return vec
+
+
+def vector_hints(a: torch.Tensor, b: torch.Tensor) -> dict:
+    """The partial kernel's A_VEC, A_M_RUNS, B_VEC, B_N_RUNS for 2-D a (M, K), b (K, N):
+    each operand's 16-byte runs along its contiguous dimension (K where both are)."""
+    a_m_runs = a.stride(1) != 1
+    b_n_runs = b.stride(0) != 1
+    return {"A_VEC": _runs(a, 0 if a_m_runs else 1), "A_M_RUNS": a_m_runs,
+            "B_VEC": _runs(b, 1 if b_n_runs else 0), "B_N_RUNS": b_n_runs}
+
+
 def supports(a, b, out, d=None) -> bool:
     """Whether operands can run here: element offsets below 2^31 (the kernels compute them
     in int32; the workspace stays small on the shapes dispatch sends)."""
@@ -160,11 +213,17 @@ def supports(a, b, out, d=None) -> bool:
 
 def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
               config=None):
-    """out = act(alpha * a @ b + beta * d) for 2-D a (M, K), b (K, N), out (M, N), any
+    """out = act(alpha * a[:M] @ b[:, :N] + beta * d) for 2-D a (MA, K), b (K, NB), out
+    (M, N), MA >= M and NB >= N (zero-padded copies: the kernel reads their padding), any
     strides, that supports() accepts; d None or broadcastable to out by strides. config
     pins a triton.Config of configs.splitk_configs (tests). Returns out."""
-    m, k = a.shape
-    n = b.shape[1]
+    ma, k = a.shape
+    nb = b.shape[1]
+    m, n = out.shape
+    if ma < m or nb < n or b.shape[0] != k:
+        raise ValueError(f"split-K operands {tuple(a.shape)} and {tuple(b.shape)} cannot "
+                         f"make an output of {tuple(out.shape)}: B needs K = {k} rows, A "
+                         f"at least {m} rows, B at least {n} columns")
     if out.numel() == 0:
         return out
     has_d, d = epilogue_input(d, beta, out)
@@ -176,9 +235,10 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     max_split = (config.kwargs["SPLIT"] if config
                  else _max_split(family, *tuning[:3], a.element_size()))
     work = workspace((max_split, m, n), torch.float32, a.device)
-    args = (a, b, work, m, n, k, *a.stride(), *b.stride(), *tuning)
+    args = (a, b, work, m, n, k, ma, nb, *a.stride(), *b.stride(), *tuning)
     meta = dict(PRECISION=dot_prec, HAS_D=has_d,
-                UPCAST=INTERPRETER and a.dtype == torch.bfloat16, **dependent_meta(a.device))
+                UPCAST=INTERPRETER and a.dtype == torch.bfloat16, **vector_hints(a, b),
+                **dependent_meta(a.device))
 
     def grid(meta_):
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
