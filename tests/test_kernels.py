@@ -381,18 +381,23 @@ def test_every_persistent_config_has_a_measured_shared_memory_size():
 SPLITK_PINNED = [(family, tile, dtype, precision)
                  for family, cases in FAMILY_CASES.items()
                  for tile in configs.splitk_tiles(family) for dtype, precision in cases]
+every_splitk_config = pytest.mark.parametrize(
+    "family,tile,dtype,precision", SPLITK_PINNED,
+    ids=[f"{t[0]}-{dt}-{p}".replace("torch.", "") for _, t, dt, p in SPLITK_PINNED])
+
+
+def pinned_splitk_config(family, tile):
+    return configs.splitk_configs(family)[configs.splitk_tiles(family).index(tile)]
 # Small M and N, K long enough for every SPLIT to leave some slices empty in the
 # interpreter (slices past K must still write their zero partials).
 SM, SN, SK = (50, 140, 1500) if DEVICE == "cuda" else (20, 70, 300)
 
 
 @requires_kernels
-@pytest.mark.parametrize("family,tile,dtype,precision", SPLITK_PINNED,
-                         ids=[f"{t[0]}-{dt}-{p}".replace("torch.", "")
-                              for _, t, dt, p in SPLITK_PINNED])
+@every_splitk_config
 def test_every_splitk_config(family, tile, dtype, precision):
     """Each split-K config with a strided output, a K-major B and the addmm epilogue."""
-    config = configs.splitk_configs(family)[configs.splitk_tiles(family).index(tile)]
+    config = pinned_splitk_config(family, tile)
     a = randn(SM, SK, dtype=dtype)
     b = randn(SN, SK, dtype=dtype).t()
     d = randn(1, SN, dtype=dtype)
@@ -408,15 +413,13 @@ VSM, VSN, VSK = (56, 136, 1496) if DEVICE == "cuda" else (24, 72, 296)
 
 
 @requires_kernels
-@pytest.mark.parametrize("family,tile,dtype,precision", SPLITK_PINNED,
-                         ids=[f"{t[0]}-{dt}-{p}".replace("torch.", "")
-                              for _, t, dt, p in SPLITK_PINNED])
+@every_splitk_config
 def test_every_splitk_config_on_16_byte_runs(family, tile, dtype, precision):
     """Each split-K config with both operands hinted (splitk.vector_hints): row-major A and
     B (a skinny product against a row-major weight), then M-major A and K-major B (a
     direct plan's column strip). The hints promise only what holds (a wrong one misaligns
     the GPU's vector loads)."""
-    config = configs.splitk_configs(family)[configs.splitk_tiles(family).index(tile)]
+    config = pinned_splitk_config(family, tile)
     vec = 16 // torch.empty((), dtype=dtype).element_size()
     for a, b in ((randn(VSM, VSK, dtype=dtype), randn(VSK, VSN, dtype=dtype)),
                  (randn(VSK, VSM, dtype=dtype).t(), randn(VSN, VSK, dtype=dtype).t())):
@@ -483,7 +486,7 @@ SPLITK_TWO_WARP = [t for t in configs.splitk_tiles("tf32") if t[5] == 2]
 def test_two_warp_splitk_configs_on_row_major_b(tile, precision):
     """Each two-warp split-K config with a row-major B (nn), K not a whole number of
     slices, and the addmm epilogue."""
-    config = configs.splitk_configs("tf32")[configs.splitk_tiles("tf32").index(tile)]
+    config = pinned_splitk_config("tf32", tile)
     a = randn(SM, SK, dtype=torch.float32)
     b = randn(SK, SN, dtype=torch.float32)
     d = randn(SM, SN, dtype=torch.float32)
