@@ -296,9 +296,6 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     mid_m = ((precision == "half" or (precision == "tf32" and sb[1] == 1))
              and SKINNY_M < m <= configs.MID_M_MAX and n * k >= MID_MIN_WEIGHT)
     persistent = tma_kernel and (tiles >= sms or mid_m)
-    # The row strip's skinny product streams B: fast only K-major (see _fringe_core), and
-    # the column strip's streams A; on the split-K kernel both only from rows of ALIGN
-    # elements, else slowly (see FRINGE_TILE).
     # The row strip streams B, the column strip A: cut only where the strip loads them 16
     # bytes wide (copies always; see FRINGE_TILE).
     cut_rows = pad or b_k_major or b_runs
@@ -346,9 +343,9 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # 16x8192x8192 55.9 us against 56.2, 64x8192x8192 60.1 vs 60.4, 256x256x32768 19.9 vs 19.9.)
 # A strip is cut only where the split-K kernel loads the operand it streams (the row strip
 # B, the column strip A) 16 bytes wide: a copy, or rows of whole 16-byte runs
-# (splitk.vector_hints). Else it loads them one element at a time: the row strip of 4104^3
-# fp16 from B's padded copy, 4104 columns wide before the split-K kernel read a padded
-# copy's zero columns, took ~850 us. H100, CUDA-graph time after an L2 flush, us (probes,
+# (splitk.vector_hints). Else it loads them one element at a time: cutting the row strip
+# of 4104^3 fp16 from B's padded copy, read 4104 columns wide before the split-K kernel
+# read a padded copy whole, took the plan from 282 to 1108 us. H100, CUDA-graph time after an L2 flush, us (probes,
 # twenty-third session): the hints took the 8-column strip of 4104^3 fp16 from A as given
 # from 78.1 to 21.1, and a row-major B streams at copy speed (8x4096x4160 18.5, cuBLAS
 # 17.2).
