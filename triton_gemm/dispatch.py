@@ -345,8 +345,8 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # B, the column strip A) 16 bytes wide: a copy, or rows of whole 16-byte runs
 # (splitk.vector_hints). Else it loads them one element at a time: cutting the row strip
 # of 4104^3 fp16 from B's padded copy, read 4104 columns wide before the split-K kernel
-# read a padded copy whole, took the plan from 282 to 1108 us. H100, CUDA-graph time after an L2 flush, us (probes,
-# twenty-third session): the hints took the 8-column strip of 4104^3 fp16 from A as given
+# read a padded copy whole, took the plan from 282 to 1108 us. H100, CUDA-graph time after
+# an L2 flush, us (probes, twenty-third session): the hints took the 8-column strip of 4104^3 fp16 from A as given
 # from 78.1 to 21.1, and a row-major B streams at copy speed (8x4096x4160 18.5, cuBLAS
 # 17.2).
 # perf/plans.py, fp16, padded plan uncut against both strips cut (cuBLAS): 2056^3 58.4 vs
