@@ -346,11 +346,11 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 # (splitk.vector_hints). Else it loads them one element at a time: cutting the row strip
 # of 4104^3 fp16 from B's padded copy, read 4104 columns wide before the split-K kernel
 # read a padded copy whole, took the plan from 282 to 1108 us. H100, CUDA-graph time after
-# an L2 flush, us (probes, twenty-third session): the hints took the 8-column strip of 4104^3 fp16 from A as given
-# from 78.1 to 21.1, and a row-major B streams at copy speed (8x4096x4160 18.5, cuBLAS
-# 17.2).
-# perf/plans.py, fp16, padded plan uncut against both strips cut (cuBLAS): 2056^3 58.4 vs
-# 53.3 (32.1; 153 tiles of 128x256 against 128), 2056x4104x4104 168.9 vs 156.4 (103.4).
+# an L2 flush, us (probes, twenty-third session): the hints took the 8-column strip of
+# 4104^3 fp16 from A as given from 78.1 to 21.1, and a row-major B streams at copy speed
+# (8x4096x4160 18.5, cuBLAS 17.2). perf/plans.py, fp16, padded plan uncut against both
+# strips cut (cuBLAS): 2056^3 58.4 vs 53.3 (32.1; 153 tiles of 128x256 against 128),
+# 2056x4104x4104 168.9 vs 156.4 (103.4).
 # Where the plan copies A anyway, the copy computes the column strip's partial products as
 # it reads A (copy.copy_jobs with a strip) instead of a second read on the split-K kernel.
 # perf/timeline.py, 4097^3, us: fp16 split-K strip 18.3 + reduce 1.8, copy of A 27.8 alone;
