@@ -70,7 +70,7 @@ from .kernels import gemv as _gemv
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import splitk as _splitk
-from .kernels.common import INTERPRETER, VECTOR_BYTES, capability
+from .kernels.common import INTERPRETER, capability
 from .kernels.copy import TILE as COPY_TILE
 from .kernels.copy import copy_jobs, padded_job, remainder_job, split_job
 
@@ -236,16 +236,6 @@ def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
             and strides[0] % ALIGN == 0 and extent % ALIGN == 0)
 
 
-def _vector_runs(t: torch.Tensor, contiguous_dim: int, extent: int) -> bool:
-    """A single (1, R, C) operand is contiguous along contiguous_dim with its base, its
-    other stride and that dimension's extent all whole 16-byte runs: what the pointer
-    kernels load 16 bytes wide (triton's specialisation or their vector hints)."""
-    strides, size = t.stride(), t.element_size()
-    return (strides[contiguous_dim] == 1 and t.data_ptr() % VECTOR_BYTES == 0
-            and (strides[3 - contiguous_dim] * size) % VECTOR_BYTES == 0
-            and (extent * size) % VECTOR_BYTES == 0)
-
-
 def _tma_rows(t: torch.Tensor, contiguous_dim: int) -> bool:
     """A single (1, R, C) operand is contiguous along contiguous_dim with its other stride
     and base address 16-byte aligned: what TMA needs, even where ALIGN elements fail."""
@@ -274,8 +264,8 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
                and (m <= SKINNY_M or 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= sms))
     # Operands the split-K kernel (and the fringe strips on it) load 16 bytes wide as given.
-    a_runs = _vector_runs(a, 2, k) or _vector_runs(a, 1, m)
-    b_runs = _vector_runs(b, 2, n) or _vector_runs(b, 1, k)
+    a_runs = batch == 1 and (_splitk.whole_runs(a[0], 1) or _splitk.whole_runs(a[0], 0))
+    b_runs = batch == 1 and (_splitk.whole_runs(b[0], 1) or _splitk.whole_runs(b[0], 0))
     k_major_weight = split_k and n >= THIN_MIN_N and sa[2] == 1 and sb[1] == 1
     if k_major_weight and m <= GEMV_MAX_M.get(precision, 0):
         return GEMV

@@ -184,16 +184,21 @@ def _max_split(family: str, m_bucket: int, n_bucket: int, k_bucket: int, elem_by
 _REDUCE_TILE = 4096
 
 
-def _runs(t: torch.Tensor, run_dim: int) -> int:
-    """Elements per 16-byte run of 2-D t along run_dim (stride 1) where t's base is 16-byte
-    aligned and its other stride and its extent along run_dim are multiples of that but
-    not both of 16 elements (which triton specialises on by itself); else 0."""
+def whole_runs(t: torch.Tensor, run_dim: int) -> bool:
+    """2-D t is contiguous along run_dim with its base, its other stride and its extent
+    along run_dim all whole 16-byte runs: what the kernel loads 16 bytes wide (by triton's
+    own specialisation or by vector_hints)."""
     vec = VECTOR_BYTES // t.element_size()
-    counts = (t.stride(1 - run_dim), t.shape[run_dim])
-    if (t.stride(run_dim) != 1 or t.data_ptr() % VECTOR_BYTES
-            or any(c % vec for c in counts) or all(c % 16 == 0 for c in counts)):
-        return 0
-    return vec
+    return (t.stride(run_dim) == 1 and t.data_ptr() % VECTOR_BYTES == 0
+            and t.stride(1 - run_dim) % vec == 0 and t.shape[run_dim] % vec == 0)
+
+
+def _runs(t: torch.Tensor, run_dim: int) -> int:
+    """Elements per 16-byte run of 2-D t along run_dim where whole_runs holds but its other
+    stride and extent are not both multiples of 16 elements (which triton specialises on
+    by itself); else 0."""
+    seen = t.stride(1 - run_dim) % 16 == 0 and t.shape[run_dim] % 16 == 0
+    return VECTOR_BYTES // t.element_size() if whole_runs(t, run_dim) and not seen else 0
 
 
 def vector_hints(a: torch.Tensor, b: torch.Tensor) -> dict:
