@@ -392,21 +392,26 @@ def test_a_direct_plan_cuts_strips_only_from_rows_of_16_byte_runs():
     assert rows_short == dispatch.Plan(False, False, False, True), rows_short
 
 
-def test_split_k_plans_pad_operands_it_cannot_load_16_bytes_wide():
-    """Skinny products on the split-K kernel: rows of whole 16-byte runs (4104 fp16, 4100
-    fp32) run as given under the kernel's vector hints; rows off 16 bytes (4097, or 4100
-    fp16) are padded at any size (dispatch.PAD_MIN_MN), row-major or K-major B."""
+def test_skinny_split_k_plans_run_operands_as_given():
+    """Skinny products on the split-K kernel run every operand as given, to 64 rows (past
+    dispatch.PAD_MIN_MN): rows of whole 16-byte runs (4104 fp16, 4100 fp32) under the
+    kernel's vector hints, rows off 16 bytes (4097, or 4100 fp16) on its scalar tiles. Its
+    other products pad those at any size."""
     sms = 132
     for dtype, precision, size in ((torch.float16, "half", 4104),
-                                   (torch.float32, "tf32", 4100)):
-        for layout in ("row", "col"):
-            p = dispatch.plan(*_ops(8, size, size, "row", layout, dtype), precision, sms)
-            assert p == dispatch.Plan(False, False, False, split_k=True), (dtype, layout, p)
-    for size in (4097, 4100):
-        for layout in ("row", "col"):
-            p = dispatch.plan(*_ops(8, size, size, "row", layout, torch.float16), "half",
-                              sms)
-            assert p.split_k and p.pad, (size, layout, p)
+                                   (torch.float32, "tf32", 4100),
+                                   (torch.float16, "half", 4097),
+                                   (torch.float16, "half", 4100),
+                                   (torch.float32, "tf32", 4097),
+                                   (torch.float32, "tf32x3", 4097)):
+        for m in (8, 64):
+            for layout in ("row", "col"):
+                ops = _ops(m, size, size, "row", layout, dtype)
+                p = dispatch.plan(*ops, precision, sms)
+                assert p == dispatch.Plan(False, False, False, split_k=True), \
+                    (dtype, size, m, layout, p)
+    p = dispatch.plan(*_ops(128, 32, 4097, "row", "row", torch.float16), "half", sms)
+    assert p.split_k and p.pad, p
 
 
 def _padded_rows(m, n, k, dtype):

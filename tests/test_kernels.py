@@ -476,6 +476,61 @@ def test_splitk_vector_hints_need_every_run_on_16_bytes():
     assert hints(torch.empty(4, 12, dtype=half).t()[:8], b[:4]) == (0, True, 8, True)
 
 
+def test_splitk_scalar_loads_need_an_operand_off_16_byte_runs():
+    """The split-K kernel loads an operand element by element (splitk.scalar_loads) only
+    where its runs along its contiguous dimension are not whole 16-byte runs."""
+    half = torch.float16
+    a, b = torch.empty(8, 4104, dtype=half), torch.empty(4104, 4104, dtype=half)
+    assert not splitk.scalar_loads(a, b)  # hinted runs
+    assert not splitk.scalar_loads(torch.empty(8, 4096, dtype=half),
+                                   torch.empty(4096, 4096, dtype=half))
+    assert not splitk.scalar_loads(a.float()[:, :4100], b.float()[:4100, :4100])
+    assert splitk.scalar_loads(a, b[:, :4100])  # B's rows 8200 bytes long
+    assert splitk.scalar_loads(a[:, :4097], b[:4097])  # A's rows
+    assert splitk.scalar_loads(a[:, :4097], b.t()[:4097])  # and a K-major B's
+    assert splitk.scalar_loads(a[:, ::2], b[::2])  # nothing contiguous
+
+
+def test_scalar_loads_tune_on_the_scalar_tiles_only():
+    """Each family tunes operands loaded element by element on its scalar tiles and other
+    operands on the rest (configs.scalar_or_vector); untuned, they take the scalar BK."""
+    for family in configs.FAMILIES:
+        cfgs = configs.splitk_configs(family)
+        scalar_tiles = configs.splitk_scalar_tiles(family)
+        names = {t[0] for t in scalar_tiles}
+        assert names and names <= {t[0] for t in configs.splitk_tiles(family)}
+        for scalar in (True, False):
+            kept = {configs.config_name(c, family)
+                    for c in configs.scalar_or_vector(cfgs, scalar, family)}
+            assert kept and (kept <= names if scalar else not kept & names), (family, kept)
+        bks = {t[3] for t in scalar_tiles}
+        for scalar in (True, False):
+            default = configs.splitk_default_config(family, 8, 4097, 4097, scalar)
+            assert (default.kwargs["BK"] in bks) == scalar, (family, default)
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"),
+                                             (torch.float32, "tf32"),
+                                             (torch.float32, "ieee")])
+def test_splitk_tunes_scalar_operands_apart(dtype, precision, monkeypatch):
+    """Autotuned (as the suite is not, conftest): rows off 16 bytes run a scalar tile; then
+    operands of the same tuning buckets in whole 16-byte runs run a tile of the others (the
+    SCALAR_LOADS key bit keeps them apart: a scalar tile is slow on them, and their tiles
+    spill on scalar loads)."""
+    monkeypatch.setattr(splitk, "AUTOTUNE", True)
+    family = configs.family_for(dtype, precision)
+    names = {t[0] for t in configs.splitk_scalar_tiles(family)}
+    for n, k, scalar in ((301, 1101, True), (296, 1104, False)):
+        a, b = randn(8, k, dtype=dtype), randn(k, n, dtype=dtype)
+        assert splitk.scalar_loads(a, b) == scalar
+        out = poisoned(8, n, dtype=dtype)
+        splitk.matmul_2d(a, b, out, precision=precision)
+        assert (common.last_config() in names) == scalar, common.last_config()
+        assert_close(out, a.double() @ b.double(), dtype,
+                     None if precision == "half" else precision, common.last_config())
+
+
 # The two-warp tf32 split-K tiles run mma.sync on B as laid out: row-major B is their case.
 SPLITK_TWO_WARP = [t for t in configs.splitk_tiles("tf32") if t[5] == 2]
 

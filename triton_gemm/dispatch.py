@@ -80,11 +80,12 @@ ALIGN = 16
 
 # Pad only when both M and N reach this: below it the GEMM is memory-bound and the copy of
 # the other operand would cost about as much as the product (reasoned, not measured).
-# Except on the split-K kernel, which pads at any size an operand it cannot load 16 bytes
-# wide: it loads such an operand one element at a time, far slower than a copy. H100,
-# CUDA-graph time after an L2 flush, fp16, us (cuBLAS): 8x4097x4097 nn as given 503.7
-# (40.3), split-K on padded copies 20.4 (63.7 with two torch copy_ calls before it); nt
-# 96.9 (30.0), 20.5; 8x4100x4100 nn 504.1 (25.7), 20.4 (probes, twenty-third session).
+# Skinny products on the split-K kernel (M <= SKINNY_M) never pad: it reads operands that
+# lack 16-byte runs one element at a time on its scalar tiles (configs._SPLITK_SCALAR_TILES,
+# which has the figures: 8x4097x4097 fp16 nn 27.9 us as given against 38.7 padded, cuBLAS
+# 40.3; 64 rows 34.3 against 43.6, 41.7). Its other plans pad at any size an operand it
+# cannot load 16 bytes wide: unmeasured since the scalar tiles; before them its tiles
+# loaded 8x4097x4097 nn fp16 in 503.7 us (probe, twenty-third session).
 PAD_MIN_MN = 64
 
 # Stage a K-major copy of an fp32 tensor-core operand when the other side reaches this
@@ -254,15 +255,18 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     sa, sb = a.stride(), b.stride()
     a_ok = _aligned(sa, 2, k) or _aligned(sa, 1, m)
     b_ok = _aligned(sb, 2, n) or _aligned(sb, 1, k)
-    pad = not (a_ok and b_ok) and m >= PAD_MIN_MN and n >= PAD_MIN_MN
+    few_tiles = 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= (sms or 0)
+    split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
+               and (m <= SKINNY_M or few_tiles))
+    # Skinny split-K plans never pad (PAD_MIN_MN).
+    pad = (not (a_ok and b_ok) and m >= PAD_MIN_MN and n >= PAD_MIN_MN
+           and not (split_k and m <= SKINNY_M))
     fp32_tensor_core = precision in ("tf32", "tf32x3")
     stage_k_major = fp32_tensor_core and m * n * k >= STAGE_MIN_MNK
     a_k_major = stage_k_major and sa[2] != 1 and n >= STAGE_MIN
     b_k_major = stage_k_major and sb[1] != 1 and m >= STAGE_MIN
     if pad and fp32_tensor_core:
         a_k_major = b_k_major = True
-    split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
-               and (m <= SKINNY_M or 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= sms))
     # Operands the split-K kernel (and the fringe strips on it) load 16 bytes wide as given.
     a_runs = batch == 1 and (_splitk.whole_runs(a[0], 1) or _splitk.whole_runs(a[0], 0))
     b_runs = batch == 1 and (_splitk.whole_runs(b[0], 1) or _splitk.whole_runs(b[0], 0))
@@ -307,8 +311,9 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # as they are, at any tile count, instead of padded copies; fp32 operands TMA cannot
         # take as given get their (unpadded) K-major copies.
         return Plan(False, *direct, persistent=True, core=core)
-    # Split-K plans pad at any size what the kernel cannot load 16 bytes wide (PAD_MIN_MN).
-    pad = pad or (split_k and not (a_runs and b_runs))
+    # Other split-K plans pad at any size what the kernel cannot load 16 bytes wide
+    # (PAD_MIN_MN).
+    pad = pad or (split_k and m > SKINNY_M and not (a_runs and b_runs))
     fma_plain = precision == "ieee" and not split_k
     a_m_major = fma_plain and (pad or (sa[1] != 1 and min(m, n) >= FMA_STAGE_A_MIN))
     b_as_given = fma_plain and pad and m < FMA_PAD_B_MIN_M

@@ -201,6 +201,13 @@ def _runs(t: torch.Tensor, run_dim: int) -> int:
     return VECTOR_BYTES // t.element_size() if whole_runs(t, run_dim) and not seen else 0
 
 
+def scalar_loads(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the kernel loads 2-D a (M, K) or b (K, N) one element at a time: its runs
+    along its contiguous dimension (K where both are) are not whole 16-byte runs."""
+    return not (whole_runs(a, 0 if a.stride(1) != 1 else 1)
+                and whole_runs(b, 1 if b.stride(0) != 1 else 0))
+
+
 def vector_hints(a: torch.Tensor, b: torch.Tensor) -> dict:
     """The partial kernel's A_VEC, A_M_RUNS, B_VEC, B_N_RUNS for 2-D a (M, K), b (K, N):
     each operand's 16-byte runs along its contiguous dimension (K where both are)."""
@@ -234,9 +241,12 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     has_d, d = epilogue_input(d, beta, out)
     dot_prec = dot_precision(a.dtype, precision)
     family = configs.family_for(a.dtype, precision)
+    scalar = scalar_loads(a, b)
     if config is None and (INTERPRETER or not AUTOTUNE):
-        config = configs.splitk_default_config(family, m, n, k)
+        config = configs.splitk_default_config(family, m, n, k, scalar)
     tuning = tuning_args(m, n, k, a, b)
+    if scalar:  # tuned apart, on the scalar tiles (configs.splitk_prune)
+        tuning = (*tuning[:3], tuning[3] | configs.SCALAR_LOADS)
     max_split = (config.kwargs["SPLIT"] if config
                  else _max_split(family, *tuning[:3], a.element_size()))
     work = workspace((max_split, m, n), torch.float32, a.device)
