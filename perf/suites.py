@@ -34,10 +34,12 @@ SUITES = {
     "odd": (Case(4097, 4097, 4097), Case(1000, 1000, 1000), Case(4093, 4091, 4099),
             Case(127, 8191, 509), Case(4096, 4096, 4096, "pad"), Case(3000, 3000, 3000, "pad"),
             Case(4104, 4104, 4104)),
-    # Row-major weights too: rows of 16-byte runs that are not 16 elements (4104, the
-    # split-K kernel's vector hints) and rows off 16 bytes (4097, padded copies).
+    # Row-major weights too (x @ W): aligned (16x8192x8192, run transposed), rows of
+    # 16-byte runs that are not 16 elements (4104, the split-K kernel's vector hints) and
+    # rows off 16 bytes (4097, its scalar tiles).
     "skinny": tuple(Case(m, 8192, 8192, "nt") for m in (1, 2, 4, 8, 16, 32, 64))
-              + (Case(16, 28672, 8192, "nt"), Case(8, 4104, 4104), Case(8, 4097, 4097)),
+              + (Case(16, 28672, 8192, "nt"), Case(16, 8192, 8192), Case(8, 4104, 4104),
+                 Case(8, 4097, 4097)),
     # Every operand layout at the square headline sizes: fp32 tensor-core dots read their
     # operands K-major only (dispatch stages copies), so speed depends on the layout.
     "layouts": tuple(Case(s, s, s, layout) for s in (4096, 8192)

@@ -53,39 +53,54 @@ VM, VN, VK = (300, 264, 200) if DEVICE == "cuda" else (67, 72, 40)
 @pytest.mark.parametrize("family,tile,dtype,precision", PINNED,
                          ids=[f"{t[0]}-{dt}-{p}".replace("torch.", "") for _, t, dt, p in PINNED])
 def test_every_config_on_16_byte_rows(family, tile, dtype, precision):
-    """Each config with the VEC hint (kernel.vector_width), B row-major and K-major, a
-    batch and the addmm epilogue: the hint promises only what holds (a wrong one misaligns
-    the GPU's vector loads)."""
+    """Each config with the VEC hint (kernel.vector_width), A row-major with B row-major
+    and K-major, then A M-major with B K-major (a skinny product against a row-major
+    weight, run transposed), a batch and the addmm epilogue: the hint promises only what
+    holds (a wrong one misaligns the GPU's vector loads)."""
     config = configs.configs(family)[configs.tiles(family).index(tile)]
-    a = randn(2, VM, VK, dtype=dtype)
+    a_row = randn(2, VM, VK, dtype=dtype)
     d = randn(1, 1, VN, dtype=dtype)
-    for b in (randn(2, VK, VN, dtype=dtype), randn(2, VN, VK, dtype=dtype).mT):
-        vec, b_k_major = kernel.vector_width(a, b, VK, VN)
+    # An M-major A's runs need MA rows in whole runs: VM rounded up, read to VM.
+    a_m_major = randn(2, VK, -(-VM // 8) * 8, dtype=dtype).mT
+    for a, b in ((a_row, randn(2, VK, VN, dtype=dtype)),
+                 (a_row, randn(2, VN, VK, dtype=dtype).mT),
+                 (a_m_major, randn(2, VN, VK, dtype=dtype).mT)):
+        vec, a_m, b_k_major = kernel.vector_width(a, b, VK, VN)
         assert vec == 16 // a.element_size() and b_k_major == (b.stride(1) == 1)
+        assert a_m == (a.stride(1) == 1)
         out = poisoned(2, VM, VN, dtype=dtype)
         kernel.matmul_3d(a, b, out, d, alpha=1.5, beta=-0.5, precision=precision,
                          config=config)
-        ref = 1.5 * torch.matmul(a.double(), b.double()).cpu() - 0.5 * d.double().cpu()
+        ref = (1.5 * torch.matmul(a[:, :VM].double(), b.double()).cpu()
+               - 0.5 * d.double().cpu())
         assert_close(out, ref, dtype, None if precision == "half" else precision,
-                     f"{tile[0]}, B K-major: {b_k_major}")
+                     f"{tile[0]}, A M-major: {a_m}, B K-major: {b_k_major}")
 
 
 def test_vector_width_needs_every_row_on_16_bytes():
     """No hint where triton sees 16 elements anyway, where a base or stride is off 16 bytes,
     or where neither operand dimension of B is contiguous."""
     half = torch.float16
+    none = (0, False, False)
     a, b = torch.empty(1, 64, 40, dtype=half), torch.empty(1, 40, 72, dtype=half)
-    assert kernel.vector_width(a, b, 40, 72) == (8, False)
-    assert kernel.vector_width(a.float(), b.float(), 40, 72) == (4, False)
+    assert kernel.vector_width(a, b, 40, 72) == (8, False, False)
+    assert kernel.vector_width(a.float(), b.float(), 40, 72) == (4, False, False)
     assert kernel.vector_width(torch.empty(1, 64, 48, dtype=half),
-                               torch.empty(1, 48, 64, dtype=half), 48, 64) == (0, False)
+                               torch.empty(1, 48, 64, dtype=half), 48, 64) == none
     storage = torch.empty(64 * 40 + 1, dtype=half)
-    assert kernel.vector_width(storage[1:].view(1, 64, 40), b, 40, 72) == (0, False)
+    assert kernel.vector_width(storage[1:].view(1, 64, 40), b, 40, 72) == none
     assert kernel.vector_width(torch.empty(1, 64, 36, dtype=half),
-                               torch.empty(1, 36, 72, dtype=half), 36, 72) == (0, False)
-    assert kernel.vector_width(a.mT.contiguous().mT, b, 40, 72) == (0, False)  # M-major A
+                               torch.empty(1, 36, 72, dtype=half), 36, 72) == none
     assert kernel.vector_width(a, torch.empty(1, 40, 144, dtype=half)[:, :, ::2], 40,
-                               72) == (0, False)
+                               72) == none
+    # M-major A: its MA counts too (72 rows, not 68), and its column stride.
+    a_m = torch.empty(1, 40, 72, dtype=half).mT
+    assert kernel.vector_width(a_m, b, 40, 72) == (8, True, False)
+    assert kernel.vector_width(a_m, b.mT.contiguous().mT, 40, 72) == (8, True, True)
+    assert kernel.vector_width(a_m[:, :68], b, 40, 72) == none
+    assert kernel.vector_width(torch.empty(1, 40, 76, dtype=half).mT[:, :72], b, 40,
+                               72) == none
+    assert kernel.vector_width(a_m[:, ::2], b, 40, 72) == none  # nothing contiguous
 
 
 @requires_kernels

@@ -24,7 +24,8 @@ def _matmul_kernel(
     alpha, beta,
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, UPCAST: tl.constexpr, INT64: tl.constexpr,
-    ACTIVATION: tl.constexpr, VEC: tl.constexpr, B_K_MAJOR: tl.constexpr,
+    ACTIVATION: tl.constexpr, VEC: tl.constexpr, A_M_MAJOR: tl.constexpr,
+    B_K_MAJOR: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     DEPENDENT: tl.constexpr,
 ):
@@ -41,10 +42,11 @@ def _matmul_kernel(
     computes element offsets in int64 for operands beyond 2^31 elements. ACTIVATION: an
     epilogue.ACTIVATIONS code, applied after the beta * D term. M_BUCKET..LAYOUT are only
     read by the autotuner's key. VEC > 0 promises 16-byte rows that triton's own
-    specialisation (multiples of 16 elements) cannot see: A K-contiguous, B K-contiguous
-    (B_K_MAJOR: stride_bk is 1) or N-contiguous (stride_bn is 1), their other strides, K
-    and (B N-contiguous) NB multiples of VEC elements (16 bytes), so the loads stay 16
-    bytes wide (fp16 K = 1000).
+    specialisation (multiples of 16 elements) cannot see: A K-contiguous or M-contiguous
+    (A_M_MAJOR: stride_am is 1), B K-contiguous (B_K_MAJOR: stride_bk is 1) or
+    N-contiguous (stride_bn is 1), their other strides, K, (A M-contiguous) MA and (B
+    N-contiguous) NB multiples of VEC elements (16 bytes), so the loads stay 16 bytes wide
+    (fp16 K = 1000).
     DEPENDENT: see common.dependent_launch.
     """
     if DEPENDENT:
@@ -79,6 +81,7 @@ def _matmul_kernel(
     # Offsets of A's rows and of B's rows (N-contiguous) or columns (K-major); VEC: each a
     # multiple of VEC, B's columns in aligned runs of VEC (see the docstring).
     a_rows = batch64 * stride_ab + rows_a * stride_am
+    a_cols = offs_k * stride_ak
     b_k_rows = batch64 * stride_bb + offs_k * stride_bk
     b_cols = cols_b * stride_bn
     if VEC == 0:
@@ -88,14 +91,18 @@ def _matmul_kernel(
         # cache lines per load. Loads stay as wide as the alignment triton sees allows.
         b_cols = tl.max_contiguous(cols_b, 16) * stride_bn
     else:
-        a_rows = tl.multiple_of(a_rows, VEC)
+        if A_M_MAJOR:  # rows in runs of VEC (wrapped at MA, a multiple of VEC)
+            a_rows = tl.max_contiguous(tl.multiple_of(a_rows, VEC), VEC)
+            a_cols = tl.multiple_of(a_cols, VEC)
+        else:
+            a_rows = tl.multiple_of(a_rows, VEC)
         if B_K_MAJOR:
             b_k_rows = offs_k
             b_cols = tl.multiple_of(batch64 * stride_bb + cols_b * stride_bn, VEC)
         else:
             b_k_rows = tl.multiple_of(b_k_rows, VEC)
             b_cols = tl.max_contiguous(tl.multiple_of(cols_b, VEC), VEC)
-    a_ptrs = a_ptr + a_rows[:, None] + offs_k[None, :] * stride_ak
+    a_ptrs = a_ptr + a_rows[:, None] + a_cols[None, :]
     b_ptrs = b_ptr + b_k_rows[:, None] + b_cols[None, :]
 
     acc = tl.zeros((BM, BN), dtype=tl.float32)
@@ -135,29 +142,40 @@ _TUNED = make_tuners(_matmul_kernel, "matmul",
 # 48x1000x1000 13.6 vs 39.6 (12.0); 1000^3 15.8 vs 46.0 (11.4); bf16 the same within 0.2 us.
 # Dispatch pads such operands from 64 rows and columns, and on Hopper runs single products
 # on the TMA kernel instead (1000^3 bf16 15.1 us there, perf/plans.py): the hint serves the
-# plain kernel's other launches (fewer rows, batches of them).
+# plain kernel's other launches (fewer rows, batches of them). On an M-major A (a skinny
+# product against a row-major weight, run transposed): 8x4104x4104 nn fp16 21.2 against
+# 34.9 unhinted (cuBLAS 18.1; probes, twenty-fourth session, same harness).
 
 
-def vector_width(a: torch.Tensor, b: torch.Tensor, k: int, nb: int) -> tuple[int, bool]:
-    """The kernel's (VEC, B_K_MAJOR) for (B, MA, K) a and (B, K, NB) b: VEC, elements per 16
-    bytes, where A is K-contiguous, B N-contiguous or else K-contiguous (B_K_MAJOR), their
-    bases 16-byte aligned and their other strides, K and (B N-contiguous) NB multiples of
-    it, but not all multiples of 16 elements (which triton specialises on by itself); else
-    (0, False)."""
+def vector_width(a: torch.Tensor, b: torch.Tensor, k: int,
+                 nb: int) -> tuple[int, bool, bool]:
+    """The kernel's (VEC, A_M_MAJOR, B_K_MAJOR) for (B, MA, K) a and (B, K, NB) b: VEC,
+    elements per 16 bytes, where A is K-contiguous or else M-contiguous (A_M_MAJOR), B
+    N-contiguous or else K-contiguous (B_K_MAJOR), their bases 16-byte aligned and their
+    other strides, K, (A M-contiguous) MA and (B N-contiguous) NB multiples of it, but not
+    all multiples of 16 elements (which triton specialises on by itself); else (0, False,
+    False)."""
     vec = VECTOR_BYTES // a.element_size()
     sa, sb = a.stride(), b.stride()
+    a_m_major = sa[2] != 1
     b_k_major = sb[2] != 1
+    if not a_m_major:
+        a_rows = (sa[1],)
+    elif sa[1] == 1:
+        a_rows = (sa[2], a.shape[1])
+    else:
+        return 0, False, False
     if not b_k_major:
         b_rows = (sb[1], nb)
     elif sb[1] == 1:
         b_rows = (sb[2],)
     else:
-        return 0, False
-    counts = (sa[0], sa[1], sb[0], k, *b_rows)
-    if (sa[2] != 1 or a.data_ptr() % VECTOR_BYTES or b.data_ptr() % VECTOR_BYTES
+        return 0, False, False
+    counts = (sa[0], *a_rows, sb[0], k, *b_rows)
+    if (a.data_ptr() % VECTOR_BYTES or b.data_ptr() % VECTOR_BYTES
             or any(c % vec for c in counts) or all(c % 16 == 0 for c in counts)):
-        return 0, False
-    return vec, b_k_major
+        return 0, False, False
+    return vec, a_m_major, b_k_major
 
 
 def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
@@ -183,10 +201,10 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
         *a.stride(), *b.stride(), *out.stride(), *d.stride(),
         float(alpha), float(beta), *tuning,
     )
-    vec, b_k_major = vector_width(a, b, k, nb)
+    vec, a_m_major, b_k_major = vector_width(a, b, k, nb)
     meta = dict(PRECISION=dot_prec, HAS_D=has_d, INT64=int64, ACTIVATION=activation,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, VEC=vec,
-                B_K_MAJOR=b_k_major, **dependent_meta(a.device))
+                A_M_MAJOR=a_m_major, B_K_MAJOR=b_k_major, **dependent_meta(a.device))
 
     def grid(meta_):
         return (batch * triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"]),)
