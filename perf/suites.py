@@ -36,7 +36,7 @@ SUITES = {
             Case(4104, 4104, 4104)),
     # Row-major weights too (x @ W): aligned (16x8192x8192, run transposed), rows of
     # 16-byte runs that are not 16 elements (4104, the split-K kernel's vector hints) and
-    # rows off 16 bytes (4097, its scalar tiles).
+    # rows off 8 bytes (4097, its narrow tiles, one element at a time).
     "skinny": tuple(Case(m, 8192, 8192, "nt") for m in (1, 2, 4, 8, 16, 32, 64))
               + (Case(16, 28672, 8192, "nt"), Case(16, 8192, 8192), Case(8, 4104, 4104),
                  Case(8, 4097, 4097)),

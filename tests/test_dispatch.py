@@ -395,7 +395,7 @@ def test_a_direct_plan_cuts_strips_only_from_rows_of_16_byte_runs():
 def test_skinny_split_k_plans_run_operands_as_given():
     """Skinny products on the split-K kernel run every operand as given, to 64 rows (past
     dispatch.PAD_MIN_MN): rows of whole 16-byte runs (4104 fp16, 4100 fp32) under the
-    kernel's vector hints, rows off 16 bytes (4097, or 4100 fp16) on its scalar tiles. Its
+    kernel's vector hints, rows off 16 bytes (4097, or 4100 fp16) on its narrow tiles. Its
     other products pad those at any size."""
     sms = 132
     for dtype, precision, size in ((torch.float16, "half", 4104),

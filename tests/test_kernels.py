@@ -432,16 +432,21 @@ VSM, VSN, VSK = (56, 136, 1496) if DEVICE == "cuda" else (24, 72, 296)
 def test_every_splitk_config_on_16_byte_runs(family, tile, dtype, precision):
     """Each split-K config with both operands hinted (splitk.vector_hints): row-major A and
     B (a skinny product against a row-major weight), then M-major A and K-major B (a
-    direct plan's column strip). The hints promise only what holds (a wrong one misaligns
-    the GPU's vector loads)."""
+    direct plan's column strip), then row-major ones in 8-byte runs. The hints promise
+    only what holds (a wrong one misaligns the GPU's vector loads)."""
     config = pinned_splitk_config(family, tile)
     vec = 16 // torch.empty((), dtype=dtype).element_size()
-    for a, b in ((randn(VSM, VSK, dtype=dtype), randn(VSK, VSN, dtype=dtype)),
-                 (randn(VSK, VSM, dtype=dtype).t(), randn(VSN, VSK, dtype=dtype).t())):
+    half = vec // 2  # elements per 8 bytes: sizes an odd multiple of them
+    for a, b, runs in ((randn(VSM, VSK, dtype=dtype), randn(VSK, VSN, dtype=dtype), vec),
+                       (randn(VSK, VSM, dtype=dtype).t(), randn(VSN, VSK, dtype=dtype).t(),
+                        vec),
+                       (randn(VSM, VSK - half, dtype=dtype),
+                        randn(VSK - half, VSN - half, dtype=dtype), half)):
         hints = splitk.vector_hints(a, b)
-        assert (hints["A_VEC"], hints["B_VEC"]) == (vec, vec), hints
-        d = randn(1, VSN, dtype=dtype)
-        out = poisoned(VSM, VSN, dtype=dtype)
+        assert (hints["A_VEC"], hints["B_VEC"]) == (runs, runs), hints
+        n = b.shape[1]
+        d = randn(1, n, dtype=dtype)
+        out = poisoned(VSM, n, dtype=dtype)
         splitk.matmul_2d(a, b, out, d, alpha=1.5, beta=-0.5, precision=precision,
                          config=config)
         ref = 1.5 * (a.double() @ b.double()) - 0.5 * d.double()
@@ -466,8 +471,9 @@ def test_splitk_reads_only_the_first_m_rows_and_n_columns():
 
 
 def test_splitk_vector_hints_need_every_run_on_16_bytes():
-    """No hint where triton sees 16 elements anyway, where a base, a stride or the extent
-    along the runs is off 16 bytes, or where neither dimension is contiguous."""
+    """Runs of 16 bytes, else 8; no hint where triton sees 16 elements anyway, where a
+    base is off 16 bytes, a stride or the extent along the runs off 8, or where neither
+    dimension is contiguous."""
     half = torch.float16
 
     def hints(a, b):
@@ -480,68 +486,78 @@ def test_splitk_vector_hints_need_every_run_on_16_bytes():
     assert hints(b.t()[:8], a.t()) == (8, True, 8, False)  # a column strip: both transposed
     assert hints(torch.empty(8, 4096, dtype=half),
                  torch.empty(4096, 4096, dtype=half)) == (0, False, 0, True)
-    assert hints(a, b[:, :4100]) == (8, False, 0, True)  # N off 16 bytes
+    assert hints(a, b[:, :4100]) == (8, False, 4, True)  # N 8 bytes past 16: 8-byte runs
+    assert hints(a, b[:, :4098]) == (8, False, 0, True)  # nor those
+    assert hints(a.float(), b.float()[:, :4098]) == (4, False, 2, True)
     # K off 16 bytes: A's runs along K break; B's along N do not.
-    assert hints(a[:, :4100], b[:4100]) == (0, False, 8, True)
-    assert hints(a[:, :4100], b.t()[:4100]) == (0, False, 0, False)
+    assert hints(a[:, :4100], b[:4100]) == (4, False, 8, True)
+    assert hints(a[:, :4097], b[:4097]) == (0, False, 8, True)
+    assert hints(a[:, :4097], b.t()[:4097]) == (0, False, 0, False)
     storage = torch.empty(8 * 4104 + 1, dtype=half)
     assert hints(storage[1:].view(8, 4104), b) == (0, False, 8, True)  # base off 16 bytes
     assert hints(a[:, ::2], b[:, ::2]) == (0, True, 0, True)  # nothing contiguous
-    # M-major A of 8 rows, its columns 12 elements apart
-    assert hints(torch.empty(4, 12, dtype=half).t()[:8], b[:4]) == (0, True, 8, True)
+    # M-major A of 8 rows, its columns 12 (8-byte runs) or 10 elements apart
+    assert hints(torch.empty(4, 12, dtype=half).t()[:8], b[:4]) == (4, True, 8, True)
+    assert hints(torch.empty(4, 10, dtype=half).t()[:8], b[:4]) == (0, True, 8, True)
 
 
-def test_splitk_scalar_loads_need_an_operand_off_16_byte_runs():
-    """The split-K kernel loads an operand element by element (splitk.scalar_loads) only
-    where its runs along its contiguous dimension are not whole 16-byte runs."""
+def test_splitk_narrow_loads_need_an_operand_off_16_byte_runs():
+    """The split-K kernel loads an operand less than 16 bytes wide (splitk.narrow_loads:
+    8 bytes under its hints, or one element at a time) only where its runs along its
+    contiguous dimension are not whole 16-byte runs."""
     half = torch.float16
     a, b = torch.empty(8, 4104, dtype=half), torch.empty(4104, 4104, dtype=half)
-    assert not splitk.scalar_loads(a, b)  # hinted runs
-    assert not splitk.scalar_loads(torch.empty(8, 4096, dtype=half),
+    assert not splitk.narrow_loads(a, b)  # hinted runs
+    assert not splitk.narrow_loads(torch.empty(8, 4096, dtype=half),
                                    torch.empty(4096, 4096, dtype=half))
-    assert not splitk.scalar_loads(a.float()[:, :4100], b.float()[:4100, :4100])
-    assert splitk.scalar_loads(a, b[:, :4100])  # B's rows 8200 bytes long
-    assert splitk.scalar_loads(a[:, :4097], b[:4097])  # A's rows
-    assert splitk.scalar_loads(a[:, :4097], b.t()[:4097])  # and a K-major B's
-    assert splitk.scalar_loads(a[:, ::2], b[::2])  # nothing contiguous
+    assert not splitk.narrow_loads(a.float()[:, :4100], b.float()[:4100, :4100])
+    assert splitk.narrow_loads(a, b[:, :4100])  # B's rows in 8-byte runs
+    assert splitk.narrow_loads(a.float()[:, :4098], b.float()[:4098, :4098])
+    assert splitk.narrow_loads(a[:, :4097], b[:4097])  # A's rows by element
+    assert splitk.narrow_loads(a[:, :4097], b.t()[:4097])  # and a K-major B's
+    assert splitk.narrow_loads(a[:, ::2], b[::2])  # nothing contiguous
+    assert splitk.run_elements(b[:, :4100], 1) == 4
+    assert splitk.run_elements(b.float()[:, :4098], 1) == 2
+    assert splitk.run_elements(b[:, :4098], 1) == 0
 
 
-def test_scalar_loads_tune_on_the_scalar_tiles_only():
-    """Each family tunes operands loaded element by element on its scalar tiles and other
-    operands on the rest (configs.scalar_or_vector); untuned, they take the scalar BK."""
+def test_narrow_loads_tune_on_the_narrow_tiles_only():
+    """Each family tunes operands loaded less than 16 bytes wide on its narrow tiles and
+    other operands on the rest (configs.narrow_or_wide); untuned, they take the narrow
+    BK."""
     for family in configs.FAMILIES:
         cfgs = configs.splitk_configs(family)
-        scalar_tiles = configs.splitk_scalar_tiles(family)
-        names = {t[0] for t in scalar_tiles}
+        narrow_tiles = configs.splitk_narrow_tiles(family)
+        names = {t[0] for t in narrow_tiles}
         assert names and names <= {t[0] for t in configs.splitk_tiles(family)}
-        for scalar in (True, False):
+        for narrow in (True, False):
             kept = {configs.config_name(c, family)
-                    for c in configs.scalar_or_vector(cfgs, scalar, family)}
-            assert kept and (kept <= names if scalar else not kept & names), (family, kept)
-        bks = {t[3] for t in scalar_tiles}
-        for scalar in (True, False):
-            default = configs.splitk_default_config(family, 8, 4097, 4097, scalar)
-            assert (default.kwargs["BK"] in bks) == scalar, (family, default)
+                    for c in configs.narrow_or_wide(cfgs, narrow, family)}
+            assert kept and (kept <= names if narrow else not kept & names), (family, kept)
+        bks = {t[3] for t in narrow_tiles}
+        for narrow in (True, False):
+            default = configs.splitk_default_config(family, 8, 4097, 4097, narrow)
+            assert (default.kwargs["BK"] in bks) == narrow, (family, default)
 
 
 @gpu_only
 @pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"),
                                              (torch.float32, "tf32"),
                                              (torch.float32, "ieee")])
-def test_splitk_tunes_scalar_operands_apart(dtype, precision, monkeypatch):
-    """Autotuned (as the suite is not, conftest): rows off 16 bytes run a scalar tile; then
+def test_splitk_tunes_narrow_operands_apart(dtype, precision, monkeypatch):
+    """Autotuned (as the suite is not, conftest): rows off 16 bytes run a narrow tile; then
     operands of the same tuning buckets in whole 16-byte runs run a tile of the others (the
-    SCALAR_LOADS key bit keeps them apart: a scalar tile is slow on them, and their tiles
-    spill on scalar loads)."""
+    NARROW_LOADS key bit keeps them apart: a narrow tile is slow on them, and their tiles
+    spill on loads one element at a time)."""
     monkeypatch.setattr(splitk, "AUTOTUNE", True)
     family = configs.family_for(dtype, precision)
-    names = {t[0] for t in configs.splitk_scalar_tiles(family)}
-    for n, k, scalar in ((301, 1101, True), (296, 1104, False)):
+    names = {t[0] for t in configs.splitk_narrow_tiles(family)}
+    for n, k, narrow in ((301, 1101, True), (296, 1104, False)):
         a, b = randn(8, k, dtype=dtype), randn(k, n, dtype=dtype)
-        assert splitk.scalar_loads(a, b) == scalar
+        assert splitk.narrow_loads(a, b) == narrow
         out = poisoned(8, n, dtype=dtype)
         splitk.matmul_2d(a, b, out, precision=precision)
-        assert (common.last_config() in names) == scalar, common.last_config()
+        assert (common.last_config() in names) == narrow, common.last_config()
         assert_close(out, a.double() @ b.double(), dtype,
                      None if precision == "half" else precision, common.last_config())
 

@@ -436,11 +436,17 @@ def persistent_config(bm, bn, bk, warps, stages, subtile, warp_specialize=False)
                          num_warps=warps, num_stages=stages)
 
 
-# Operands the split-K kernel loads one element at a time (rows not whole 16-byte runs:
-# fp16 N = 4097 or 4100 as given) take these tiles only (splitk_prune, SCALAR_LOADS). Such
-# loads are not pipelined (cp.async moves 4 bytes and up) and hold a 64-bit address each
-# per thread, so the 128-deep tiles spill (16x128x128: 255 registers and 884 bytes of
-# spills for sm_90a). BK 32, the tf32 family's halved as elsewhere; fp32 FMA keeps 32.
+# Operands the split-K kernel loads less than 16 bytes wide (rows not whole 16-byte runs:
+# fp16 N = 4097 or 4100 as given) take these tiles only (splitk_prune, NARROW_LOADS). Rows
+# off 8 bytes too (4097) are loaded one element at a time: not pipelined (cp.async moves 4
+# bytes and up), a 64-bit address each per thread, so the 128-deep tiles spill (16x128x128:
+# 255 registers and 884 bytes of spills for sm_90a). BK 32, the tf32 family's halved as
+# elsewhere; fp32 FMA keeps 32. Rows of 8-byte runs (fp16 4100, fp32 4098) are loaded 8
+# bytes wide under the kernel's hints (splitk.run_elements), on these tiles too: they beat
+# the others there but on one shape. A probe (not kept; same session, CUDA-graph time, us;
+# unhinted on these tiles, hinted on these, hinted on the others; cuBLAS): 8x4100x4100 nn
+# fp16 28.3, 20.8, 21.7 (25.4); 8x4098x4098 nn tf32 30.0, 29.5, 32.4 (41.1), ieee 37.5,
+# 31.5, 41.5 (SGEMM 71.8), nt tf32 38.1, 37.0, 35.6 (40.3).
 # perf/tile_probe.py --graph --rounds 3, H100, operands as given, L2 flushed, us
 # (16x128x128 s4, the tuned tile before these; the plan that padded both operands; cuBLAS),
 # twenty-fourth session: 8x4097x4097 nn fp16 16x128x32 s8 27.9, 16x64x32 s32 28.0,
@@ -451,7 +457,7 @@ def persistent_config(bm, bn, bk, warps, stages, subtile, warp_specialize=False)
 # 34.3 (43.6; 41.7), tf32 39.6 (83.4; 45.2); 8x8192x8191 fp16 (A alone by element)
 # 16x128x32 s8 52.0 (146.6; 129.7). Deeper tiles lost: 16x128x64 w8 s8 35.7 and 64x64x64
 # w8 s16 66.0 (64 rows).
-_SPLITK_SCALAR_TILES = (
+_SPLITK_NARROW_TILES = (
     ("k_16x128x32_s8", 16, 128, 32, 8, 4, 3),
     ("k_16x128x32_s16", 16, 128, 32, 16, 4, 3),
     ("k_16x64x32_s32", 16, 64, 32, 32, 4, 3),
@@ -459,14 +465,14 @@ _SPLITK_SCALAR_TILES = (
     ("k_32x128x32_s8", 32, 128, 32, 8, 4, 3),
     ("k_64x128x32_s8_w8", 64, 128, 32, 8, 8, 3),
 )
-_SPLITK_SCALAR_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st) for
-                                  name, bm, bn, bk, split, w, st in _SPLITK_SCALAR_TILES)
+_SPLITK_NARROW_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st) for
+                                  name, bm, bn, bk, split, w, st in _SPLITK_NARROW_TILES)
 
 
-def splitk_scalar_tiles(family: str) -> tuple:
-    """The split-K tiles for operands loaded one element at a time
-    (_SPLITK_SCALAR_TILES)."""
-    return _SPLITK_SCALAR_WORD_TILES if family == "tf32" else _SPLITK_SCALAR_TILES
+def splitk_narrow_tiles(family: str) -> tuple:
+    """The split-K tiles for operands loaded less than 16 bytes wide
+    (_SPLITK_NARROW_TILES)."""
+    return _SPLITK_NARROW_WORD_TILES if family == "tf32" else _SPLITK_NARROW_TILES
 
 
 def splitk_tiles(family: str) -> tuple:
@@ -478,7 +484,7 @@ def splitk_tiles(family: str) -> tuple:
         vector = _SPLITK_HALF_TILES
     else:
         vector = _SPLITK_WORD_TILES + _SPLITK_MMA_TILES
-    return vector + splitk_scalar_tiles(family)
+    return vector + splitk_narrow_tiles(family)
 
 
 def _splitk_config(bm, bn, bk, split, warps, stages) -> triton.Config:
@@ -518,15 +524,15 @@ SPLITK_TARGET_PROGRAMS = 264
 
 
 def splitk_default_config(family: str, m: int, n: int, k: int,
-                          scalar: bool = False) -> triton.Config:
+                          narrow: bool = False) -> triton.Config:
     """The split-K config run when tuning is off: the smallest BM that covers M (16..64),
     BN 64, and the power-of-two SPLIT that brings slices x tiles nearest to
-    SPLITK_TARGET_PROGRAMS while every slice keeps two K steps; BK as the scalar tiles'
-    where an operand is loaded one element at a time (scalar)."""
+    SPLITK_TARGET_PROGRAMS while every slice keeps two K steps; BK as the narrow tiles'
+    where an operand is loaded less than 16 bytes wide (narrow)."""
     bm = min(max(bucket(m), 16), 64)
     bn = 64
     bk = 128 if family == "half" else 64
-    if scalar:
+    if narrow:
         bk = 16 if family == "tf32" else 32
     tiles = -(-m // bm) * -(-n // bn)
     split = 1
@@ -559,26 +565,26 @@ def splitk_affordable(configs_in, m: int, n: int, k: int, elem_bytes: int) -> li
 
 
 # A split-K LAYOUT key bit (beside kernels/common's contiguity bits): an operand the
-# kernel loads one element at a time, which takes the scalar tiles and only them.
-SCALAR_LOADS = 4
+# kernel loads less than 16 bytes wide, which takes the narrow tiles and only them.
+NARROW_LOADS = 4
 
 
-def scalar_or_vector(configs_in, scalar: bool, family: str) -> list:
-    """The split-K configs_in among the scalar tiles if scalar, else the others (all of
+def narrow_or_wide(configs_in, narrow: bool, family: str) -> list:
+    """The split-K configs_in among the narrow tiles if narrow, else the others (all of
     configs_in if none is)."""
-    shapes = {t[1:] for t in splitk_scalar_tiles(family)}
+    shapes = {t[1:] for t in splitk_narrow_tiles(family)}
     return [c for c in configs_in
             if ((c.kwargs["BM"], c.kwargs["BN"], c.kwargs["BK"], c.kwargs["SPLIT"],
-                 c.num_warps, c.num_stages) in shapes) == scalar] or list(configs_in)
+                 c.num_warps, c.num_stages) in shapes) == narrow] or list(configs_in)
 
 
 def splitk_prune(configs_in, named_args, family: str, **kwargs):
-    """early_config_prune of the split-K kernel: the scalar tiles or the others
-    (SCALAR_LOADS), select(), affordable partials and slices of at least two K steps
+    """early_config_prune of the split-K kernel: the narrow tiles or the others
+    (NARROW_LOADS), select(), affordable partials and slices of at least two K steps
     each."""
     m, n, k = named_args["M"], named_args["N"], named_args["K"]
-    scalar = bool(named_args["LAYOUT"] & SCALAR_LOADS)
-    pool = splitk_affordable(scalar_or_vector(configs_in, scalar, family), m, n, k,
+    narrow = bool(named_args["LAYOUT"] & NARROW_LOADS)
+    pool = splitk_affordable(narrow_or_wide(configs_in, narrow, family), m, n, k,
                              named_args["a_ptr"].element_size())
     deep = [c for c in pool if c.kwargs["SPLIT"] * 2 * c.kwargs["BK"] <= k]
     if not deep:

@@ -65,10 +65,11 @@ def _splitk_partial_kernel(
     W (SPLIT, M, N) contiguous fp32. Grid: (SPLIT * tiles,), tiles
     fastest, so the programs of one slice run together and share its A and B in L2.
     HAS_D is only read by the autotuner's key (the partial kernel has no epilogue).
-    A_VEC > 0 promises 16-byte runs of A that triton's own specialisation (multiples of 16
-    elements) cannot see (vector_hints): A contiguous along M (A_M_RUNS) or K, its other
-    stride and its extent along the runs multiples of A_VEC elements; B_VEC and B_N_RUNS
-    the same for B. DEPENDENT: see common.dependent_launch."""
+    A_VEC > 0 promises runs of A_VEC elements (16 or 8 bytes) that triton's own
+    specialisation (multiples of 16 elements) cannot see (vector_hints): A contiguous
+    along M (A_M_RUNS) or K, its other stride and its extent along the runs multiples of
+    A_VEC elements; B_VEC and B_N_RUNS the same for B. DEPENDENT: see
+    common.dependent_launch."""
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     pid = tl.program_id(0)
@@ -184,33 +185,47 @@ def _max_split(family: str, m_bucket: int, n_bucket: int, k_bucket: int, elem_by
 _REDUCE_TILE = 4096
 
 
+def run_elements(t: torch.Tensor, run_dim: int) -> int:
+    """Elements per run in which the kernel can load 2-D t along run_dim as vectors: the
+    widest of 16 and 8 bytes (cp.async moves either) such that t is contiguous there and
+    its other stride and its extent along run_dim are whole runs; 0 for none (one element
+    at a time). The base must be 16-byte aligned either way: triton specialises pointers
+    on that alone, and a run hint on offsets from an unknown base does nothing."""
+    if t.stride(run_dim) != 1 or t.data_ptr() % VECTOR_BYTES:
+        return 0
+    for nbytes in (VECTOR_BYTES, VECTOR_BYTES // 2):
+        vec = nbytes // t.element_size()
+        if t.stride(1 - run_dim) % vec == 0 and t.shape[run_dim] % vec == 0:
+            return vec
+    return 0
+
+
 def whole_runs(t: torch.Tensor, run_dim: int) -> bool:
     """2-D t is contiguous along run_dim with its base, its other stride and its extent
     along run_dim all whole 16-byte runs: what the kernel loads 16 bytes wide (by triton's
     own specialisation or by vector_hints)."""
-    vec = VECTOR_BYTES // t.element_size()
-    return (t.stride(run_dim) == 1 and t.data_ptr() % VECTOR_BYTES == 0
-            and t.stride(1 - run_dim) % vec == 0 and t.shape[run_dim] % vec == 0)
+    return run_elements(t, run_dim) * t.element_size() == VECTOR_BYTES
 
 
 def _runs(t: torch.Tensor, run_dim: int) -> int:
-    """Elements per 16-byte run of 2-D t along run_dim where whole_runs holds but its other
-    stride and extent are not both multiples of 16 elements (which triton specialises on
-    by itself); else 0."""
+    """run_elements of 2-D t along run_dim where its other stride and extent are not both
+    multiples of 16 elements (which triton specialises on by itself); else 0."""
     seen = t.stride(1 - run_dim) % 16 == 0 and t.shape[run_dim] % 16 == 0
-    return VECTOR_BYTES // t.element_size() if whole_runs(t, run_dim) and not seen else 0
+    return 0 if seen else run_elements(t, run_dim)
 
 
-def scalar_loads(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether the kernel loads 2-D a (M, K) or b (K, N) one element at a time: its runs
-    along its contiguous dimension (K where both are) are not whole 16-byte runs."""
+def narrow_loads(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the kernel loads 2-D a (M, K) or b (K, N) less than 16 bytes wide (8 bytes
+    or one element at a time): its runs along its contiguous dimension (K where both
+    are) are not whole 16-byte runs."""
     return not (whole_runs(a, 0 if a.stride(1) != 1 else 1)
                 and whole_runs(b, 1 if b.stride(0) != 1 else 0))
 
 
 def vector_hints(a: torch.Tensor, b: torch.Tensor) -> dict:
     """The partial kernel's A_VEC, A_M_RUNS, B_VEC, B_N_RUNS for 2-D a (M, K), b (K, N):
-    each operand's 16-byte runs along its contiguous dimension (K where both are)."""
+    each operand's runs along its contiguous dimension (K where both are), 16 or 8 bytes
+    (_runs)."""
     a_m_runs = a.stride(1) != 1
     b_n_runs = b.stride(0) != 1
     return {"A_VEC": _runs(a, 0 if a_m_runs else 1), "A_M_RUNS": a_m_runs,
@@ -241,12 +256,12 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     has_d, d = epilogue_input(d, beta, out)
     dot_prec = dot_precision(a.dtype, precision)
     family = configs.family_for(a.dtype, precision)
-    scalar = scalar_loads(a, b)
+    narrow = narrow_loads(a, b)
     if config is None and (INTERPRETER or not AUTOTUNE):
-        config = configs.splitk_default_config(family, m, n, k, scalar)
+        config = configs.splitk_default_config(family, m, n, k, narrow)
     tuning = tuning_args(m, n, k, a, b)
-    if scalar:  # tuned apart, on the scalar tiles (configs.splitk_prune)
-        tuning = (*tuning[:3], tuning[3] | configs.SCALAR_LOADS)
+    if narrow:  # tuned apart, on the narrow tiles (configs.splitk_prune)
+        tuning = (*tuning[:3], tuning[3] | configs.NARROW_LOADS)
     max_split = (config.kwargs["SPLIT"] if config
                  else _max_split(family, *tuning[:3], a.element_size()))
     work = workspace((max_split, m, n), torch.float32, a.device)
