@@ -642,10 +642,10 @@ def test_split_k_for_few_output_tiles_and_long_k():
         assert p.split_k and not p.persistent, (m, n, k)
     # Skinny at any N; past SKINNY_M rows, enough 64x64 tiles for every SM, or too short a
     # K: the tiled kernels.
-    assert dispatch.plan(*_ops(16, 28672, 8192), "tf32", sms).split_k
+    assert dispatch.plan(*_ops(16, 28672, 8192), "tf32x3", sms).split_k
     wide = _ops(dispatch.SKINNY_M + 1, 28672, 8192, dtype=torch.float16)
     assert not dispatch.plan(*wide, "half", sms).split_k
-    assert dispatch.plan(*_ops(16, 28672, 1024), "tf32", sms).split_k
+    assert dispatch.plan(*_ops(16, 28672, 1024), "tf32x3", sms).split_k
     assert not dispatch.plan(*_ops(16, 28672, 1023, dtype=torch.float16), "half", sms).split_k
     assert not dispatch.plan(*_ops(128, 128, dispatch.SPLITK_MIN_K - 1), "ieee", sms).split_k
     edge = dispatch.SPLITK_TILE * sms // 4  # two rows of tiles, one tile per two SMs
@@ -656,7 +656,7 @@ def test_split_k_for_few_output_tiles_and_long_k():
     assert not dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "ieee", sms).split_k
     assert not dispatch.plan(a, b, "ieee", None).split_k  # interpreter: plain kernel
     # Non-Hopper GPUs split K too, but never take the TMA kernel.
-    assert dispatch.plan(a, b, "tf32", sms, tma=False).split_k
+    assert dispatch.plan(a, b, "tf32x3", sms, tma=False).split_k
     big = _ops(4096, 4096, 4096, dtype=torch.float16)
     assert not dispatch.plan(*big, "half", sms, tma=False).persistent
 
@@ -665,8 +665,8 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
     """M <= SKINNY_M rows against a K-major weight of at least THIN_MIN_N columns, both
     operands K-contiguous: C^T = B^T A^T on the plain kernel (16-bit, tf32; aligned), or the
     GEMV kernel (ieee and tf32x3, up to GEMV_MAX_M rows, any alignment); against a
-    row-major weight, 16-bit and aligned, transposed too. Every other skinny product keeps
-    split-K as given."""
+    row-major weight, 16-bit or tf32 and aligned, transposed too. Every other skinny
+    product keeps split-K as given."""
     sms = 132
 
     def plan(m, n, k, precision="half", a_layout="row", b_layout="col", dtype=torch.float16,
@@ -682,6 +682,8 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
     for m, n, k in [(1, 8192, 8192), (dispatch.SKINNY_M, 4096, 4096), (16, 11008, 4096)]:
         assert plan(m, n, k, b_layout="row") == dispatch.TRANSPOSED, (m, n, k)
     assert plan(8, 4096, 4096, b_layout="row", dtype=torch.bfloat16) == dispatch.TRANSPOSED
+    assert plan(64, 8192, 8192, "tf32", b_layout="row", dtype=torch.float32) == \
+        dispatch.TRANSPOSED
     ieee_rows = dispatch.GEMV_MAX_M["ieee"]
     for m, n, k in [(1, 8192, 8192), (ieee_rows, 8192, 8192), (ieee_rows, 8192, 8184),
                     (ieee_rows, dispatch.THIN_MIN_N, dispatch.SPLITK_MIN_K)]:
@@ -689,7 +691,7 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
     tf32x3_rows = dispatch.GEMV_MAX_M["tf32x3"]
     assert plan(tf32x3_rows, 8192, 8192, "tf32x3", dtype=torch.float32) == dispatch.GEMV
     split = [plan(16, dispatch.THIN_MIN_N - 16, 8192),         # a narrower weight
-             plan(16, 8192, 8192, "tf32", b_layout="row", dtype=torch.float32),
+             plan(16, 8192, 8192, "tf32x3", b_layout="row", dtype=torch.float32),
              plan(8, 4104, 4104, b_layout="row"),               # 16-byte runs, not ALIGN
              plan(16, dispatch.THIN_MIN_N - 16, 8192, b_layout="row"),
              plan(16, 8192, 8192, a_layout="col"),             # M-contiguous A

@@ -181,18 +181,19 @@ SKINNY_M = 64
 # up to 2 rows take it too: exact fp32 FMA, no less accurate, and faster there than tf32x3
 # on split-K (report, H100, eager, us: 1 and 2 rows x 8192 x 8192 101.8 and 102.0 against
 # 113.5 and 112.3; 4 rows 111.7 against 112.8, 8 rows 120.8 against 113.7).
-# 16-bit skinny products against a row-major weight (x @ W, W (K, N)) run transposed too,
-# where both operands are ALIGN elements apart: the weight becomes an M-major A, read 16
-# bytes wide along its N rows. A probe (not kept; twenty-fourth session), H100, nn fp16,
-# CUDA-graph time after an L2 flush, us, transposed against split-K (cuBLAS): 1x8192x8192
-# 50.4 vs 53.5 (49.6); 8x8192x8192 49.0 vs 52.4 (49.0); 16x8192x8192 49.0 vs 51.9 (48.9);
-# 32x8192x8192 49.5 vs 55.5 (49.6); 64x8192x8192 49.4 vs 61.6 (49.7); 8x4096x4096 16.7 vs
-# 18.7 (16.7); 32x4096x4096 17.2 vs 19.5 (17.3); 64x4096x4096 17.2 vs 21.4 (17.5);
-# 16x11008x4096 35.3 vs 38.9 (36.6); 16x4096x11008 35.0 vs 36.6 (37.2). Rows in 16-byte runs
-# that are not ALIGN elements (fp16 4104) stay on split-K: transposed under the plain
-# kernel's M-major VEC hint 8x4104x4104 21.2 vs 20.2 (18.1), 16 rows 20.7 vs 20.6 (20.4), 32
-# rows 22.3 vs 22.1 (18.1), 64 rows 25.3 vs 24.1 (22.3). Not measured for tf32 (wgmma reads
-# fp32 A K-major only).
+# 16-bit and tf32 skinny products against a row-major weight (x @ W, W (K, N)) run
+# transposed too, where both operands are ALIGN elements apart: the weight becomes an
+# M-major A, read 16 bytes wide along its N rows. A probe (not kept; twenty-fourth session),
+# H100, nn fp16, CUDA-graph time after an L2 flush, us, transposed against split-K (cuBLAS):
+# 1x8192x8192 50.4 vs 53.5 (49.6); 8x8192x8192 49.0 vs 52.4 (49.0); 16x8192x8192 49.0 vs
+# 51.9 (48.9); 32x8192x8192 49.5 vs 55.5 (49.6); 64x8192x8192 49.4 vs 61.6 (49.7);
+# 8x4096x4096 16.7 vs 18.7 (16.7); 32x4096x4096 17.2 vs 19.5 (17.3); 64x4096x4096 17.2 vs
+# 21.4 (17.5); 16x11008x4096 35.3 vs 38.9 (36.6); 16x4096x11008 35.0 vs 36.6 (37.2). Rows in
+# 16-byte runs that are not ALIGN elements (fp16 4104) stay on split-K: transposed under the
+# plain kernel's M-major VEC hint 8x4104x4104 21.2 vs 20.2 (18.1), 16 rows 20.7 vs 20.6
+# (20.4), 32 rows 22.3 vs 22.1 (18.1), 64 rows 25.3 vs 24.1 (22.3). tf32 (same probe,
+# another run): 8x4096x4096 28.4 vs 29.6 (31.6), 16x8192x8192 96.0 vs 97.3 (96.6),
+# 64x8192x8192 104.8 vs 142.9 (104.8), 16x11008x4096 69.5 vs 69.4 (71.1).
 THIN_MIN_N = 4096
 # Most rows the GEMV kernel takes, per precision (above; ieee: FMA_TRANSPOSED past them).
 GEMV_MAX_M = {"ieee": 8, "tf32x3": 2}
@@ -294,7 +295,8 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
             and a_ok and b_ok):
         return TRANSPOSED
     row_major_weight = split_k and n >= THIN_MIN_N and sa[2] == 1 and sb[2] == 1
-    if row_major_weight and m <= SKINNY_M and precision == "half" and a_ok and b_ok:
+    if (row_major_weight and m <= SKINNY_M and precision in ("half", "tf32")
+            and a_ok and b_ok):
         return TRANSPOSED  # see THIN_MIN_N
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
