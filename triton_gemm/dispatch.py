@@ -82,11 +82,11 @@ ALIGN = 16
 # the other operand would cost about as much as the product (reasoned, not measured).
 # Skinny products on the split-K kernel (M <= SKINNY_M) never pad: it reads operands that
 # lack 16-byte runs narrower (8 bytes, or an element at a time) on its narrow tiles
-# (configs._SPLITK_NARROW_TILES, which has the figures: 8x4097x4097 fp16 nn 27.9 us as
-# given against 38.7 padded, cuBLAS 40.3; 64 rows 34.3 against 43.6, 41.7). Its other
-# plans pad at any size an operand it
-# cannot load 16 bytes wide: unmeasured since the narrow tiles; before them its tiles
-# loaded 8x4097x4097 nn fp16 in 503.7 us (probe, twenty-third session).
+# (configs._SPLITK_NARROW_TILES, which has the figures: 8x4097x4097 fp16 nn 27.9 us as given
+# against 38.7 padded, cuBLAS 40.3; 64 rows 34.3 against 43.6, 41.7). Its other plans pad at
+# any size an operand it cannot load 16 bytes wide: unmeasured since the narrow tiles;
+# before them its tiles loaded 8x4097x4097 nn fp16 in 503.7 us (probe, twenty-third
+# session).
 PAD_MIN_MN = 64
 
 # Stage a K-major copy of an fp32 tensor-core operand when the other side reaches this

@@ -195,7 +195,7 @@ def run_elements(t: torch.Tensor, run_dim: int) -> int:
         return 0
     for nbytes in (VECTOR_BYTES, VECTOR_BYTES // 2):
         vec = nbytes // t.element_size()
-        if t.stride(1 - run_dim) % vec == 0 and t.shape[run_dim] % vec == 0:
+        if vec and t.stride(1 - run_dim) % vec == 0 and t.shape[run_dim] % vec == 0:
             return vec
     return 0
 
