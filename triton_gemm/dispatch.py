@@ -47,9 +47,11 @@ the plan makes one (Plan.core, _fringe_core).
 
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
-weight, and huge-K products with small M and N, where tiles alone leave SMs idle. Skinny
-products against a wide K-major weight run transposed instead (C^T = B^T A^T, TRANSPOSED):
-the plain kernel's thin tiles stream the weight in one launch; at fp32 FMA (ieee) up to 8
+weight, and huge-K products with small M and N, where tiles alone leave SMs idle; there
+operands off 16-byte runs load narrower, on the kernel's narrow tiles. Skinny products
+against a wide K-major weight (or an aligned row-major one, 16-bit and tf32) run
+transposed instead (C^T = B^T A^T, TRANSPOSED): the plain kernel's thin tiles stream the
+weight in one launch; at fp32 FMA (ieee) up to 8
 rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K, and
 9..256 rows transposed on the split-K kernel with a row-major copy of A^T (FMA_TRANSPOSED). On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
