@@ -287,19 +287,17 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     a_runs = batch == 1 and (_splitk.whole_runs(a[0], 1) or _splitk.whole_runs(a[0], 0))
     b_runs = batch == 1 and (_splitk.whole_runs(b[0], 1) or _splitk.whole_runs(b[0], 0))
     k_major_weight = split_k and n >= THIN_MIN_N and sa[2] == 1 and sb[1] == 1
+    # A K-major or row-major weight (see THIN_MIN_N for both).
+    thin_weight = k_major_weight or (split_k and n >= THIN_MIN_N and sa[2] == 1
+                                     and sb[2] == 1)
     if k_major_weight and m <= GEMV_MAX_M.get(precision, 0):
         return GEMV
     if (precision == "ieee" and sms is not None and batch == 1 and _aligned(sb, 1, k)
             and GEMV_MAX_M["ieee"] < m <= FMA_TRANSPOSED_MAX_M and n >= THIN_MIN_N
             and k >= SPLITK_MIN_K):
         return FMA_TRANSPOSED
-    if (k_major_weight and m <= SKINNY_M and precision in ("half", "tf32")
-            and a_ok and b_ok):
+    if thin_weight and m <= SKINNY_M and precision in ("half", "tf32") and a_ok and b_ok:
         return TRANSPOSED
-    row_major_weight = split_k and n >= THIN_MIN_N and sa[2] == 1 and sb[2] == 1
-    if (row_major_weight and m <= SKINNY_M and precision in ("half", "tf32")
-            and a_ok and b_ok):
-        return TRANSPOSED  # see THIN_MIN_N
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))

@@ -214,22 +214,27 @@ def _runs(t: torch.Tensor, run_dim: int) -> int:
     return 0 if seen else run_elements(t, run_dim)
 
 
+def _run_dims(a: torch.Tensor, b: torch.Tensor) -> tuple[int, int]:
+    """The dimension each of 2-D a (M, K) and b (K, N) runs along: K unless it is not
+    contiguous there (A_M_RUNS, B_N_RUNS)."""
+    return (0 if a.stride(1) != 1 else 1), (1 if b.stride(0) != 1 else 0)
+
+
 def narrow_loads(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether the kernel loads 2-D a (M, K) or b (K, N) less than 16 bytes wide (8 bytes
     or one element at a time): its runs along its contiguous dimension (K where both
     are) are not whole 16-byte runs."""
-    return not (whole_runs(a, 0 if a.stride(1) != 1 else 1)
-                and whole_runs(b, 1 if b.stride(0) != 1 else 0))
+    a_dim, b_dim = _run_dims(a, b)
+    return not (whole_runs(a, a_dim) and whole_runs(b, b_dim))
 
 
 def vector_hints(a: torch.Tensor, b: torch.Tensor) -> dict:
     """The partial kernel's A_VEC, A_M_RUNS, B_VEC, B_N_RUNS for 2-D a (M, K), b (K, N):
     each operand's runs along its contiguous dimension (K where both are), 16 or 8 bytes
     (_runs)."""
-    a_m_runs = a.stride(1) != 1
-    b_n_runs = b.stride(0) != 1
-    return {"A_VEC": _runs(a, 0 if a_m_runs else 1), "A_M_RUNS": a_m_runs,
-            "B_VEC": _runs(b, 1 if b_n_runs else 0), "B_N_RUNS": b_n_runs}
+    a_dim, b_dim = _run_dims(a, b)
+    return {"A_VEC": _runs(a, a_dim), "A_M_RUNS": a_dim == 0,
+            "B_VEC": _runs(b, b_dim), "B_N_RUNS": b_dim == 1}
 
 
 def supports(a, b, out, d=None) -> bool:
