@@ -6,6 +6,7 @@ the dispatcher's rules (triton_gemm/dispatch.py).
 
 Paths: auto (what the library picks), plain (operands as given), padded (zero-padded copies;
 fp32 tensor-core operands K-major), padded_persistent (the same on the persistent kernel),
+split_k and split_k_padded (the split-K kernel as given and on padded copies, long K),
 direct (the persistent kernel on unpadded operands, where TMA takes their rows), each of
 those two with its thin fringe on the split-K kernel (_fringe_rows, _fringe_cols, _fringe_both:
 dispatch._fringe_core), for tf32x3
@@ -49,6 +50,11 @@ def candidate_plans(a, b, precision: str) -> dict:
              "padded_persistent": dispatch.Plan(True, fp32_tc, fp32_tc, True)}
     if fp32_tc:
         plans["padded_as_laid_out"] = dispatch.Plan(True, False, False)  # no K-major copies
+    if a.shape[2] >= dispatch.SPLITK_MIN_K:
+        # The split-K kernel on the operands as given (narrow loads where they are off 16
+        # bytes) and on padded copies.
+        plans["split_k"] = dispatch.Plan(False, False, False, split_k=True)
+        plans["split_k_padded"] = dispatch.Plan(True, fp32_tc, fp32_tc, split_k=True)
     direct = dispatch._tma_direct(a, b, fp32_tc)
     if direct is not None:
         plans["direct"] = dispatch.Plan(False, *direct, persistent=True)

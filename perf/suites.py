@@ -44,8 +44,9 @@ SUITES = {
     # operands K-major only (dispatch stages copies), so speed depends on the layout.
     "layouts": tuple(Case(s, s, s, layout) for s in (4096, 8192)
                      for layout in ("nn", "nt", "tn", "tt")),
+    # 65535: rows of A off 16 bytes, run as given (dispatch.SPLITK_AS_GIVEN_MAX_MN).
     "splitk": (Case(128, 128, 65536), Case(64, 64, 65536), Case(256, 256, 32768),
-               Case(128, 128, 16384)),
+               Case(128, 128, 16384), Case(128, 128, 65535)),
 }
 
 # --quick: a few shapes that still show the ladder, every precision, and an odd size.

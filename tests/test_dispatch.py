@@ -411,7 +411,25 @@ def test_skinny_split_k_plans_run_operands_as_given():
                 assert p == dispatch.Plan(False, False, False, split_k=True), \
                     (dtype, size, m, layout, p)
     p = dispatch.plan(*_ops(128, 32, 4097, "row", "row", torch.float16), "half", sms)
-    assert p.split_k and p.pad, p
+    assert p.split_k and not p.pad, p  # 128 x 32 outputs: SPLITK_AS_GIVEN_MAX_MN
+
+
+@pytest.mark.parametrize("precision,dtype,largest", [
+    ("half", torch.float16, 128), ("tf32x3", torch.float32, 128),
+    ("tf32", torch.float32, 256), ("ieee", torch.float32, 256)])
+def test_huge_k_split_k_plans_run_narrow_operands_as_given_up_to_a_size(precision, dtype,
+                                                                        largest):
+    """Few-tile split-K plans run an operand off 16-byte runs (K = 65535: A's rows) as
+    given up to dispatch.SPLITK_AS_GIVEN_MAX_MN outputs of the precision, and pad it past
+    that; operands in whole runs never pad."""
+    sms = 132
+    assert dispatch.SPLITK_AS_GIVEN_MAX_MN[precision] == largest * largest
+    for size, as_given in ((largest, True), (largest + 64, False)):
+        p = dispatch.plan(*_ops(size, size, 65535, "row", "row", dtype), precision, sms)
+        assert p.split_k and p.pad != as_given, (size, p)
+    p = dispatch.plan(*_ops(largest + 64, largest + 64, 65536, "row", "row", dtype),
+                      precision, sms)
+    assert p.split_k and not p.pad, p
 
 
 def _padded_rows(m, n, k, dtype):

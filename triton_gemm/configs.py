@@ -464,6 +464,14 @@ _SPLITK_NARROW_TILES = (
     ("k_32x64x32_s16", 32, 64, 32, 16, 4, 3),
     ("k_32x128x32_s8", 32, 128, 32, 8, 4, 3),
     ("k_64x128x32_s8_w8", 64, 128, 32, 8, 8, 3),
+    # Huge K, few output tiles (dispatch.SPLITK_AS_GIVEN_MAX_MN): enough slices to fill the
+    # SMs. perf/tile_probe.py --graph --rounds 3, H100, fp16 as given, us (the plan that
+    # padded; cuBLAS), twenty-fifth session: 128x128x65535 (A by element) 32x64x32 s128
+    # 30.2, 64x64x32 s64 40.0 (38.3; 39.6); 100x100x50000 (B by element) 64x64x32 s64
+    # 19.6, 32x64x32 s128 24.1 (26.8; 24.3); 127x129x16384 64x64x32 s64 17.8 (17.8; 22.8).
+    # 16-row and 64x128 tiles took 2-4x as long there.
+    ("k_32x64x32_s128", 32, 64, 32, 128, 4, 3),
+    ("k_64x64x32_s64", 64, 64, 32, 64, 4, 3),
 )
 _SPLITK_NARROW_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st) for
                                   name, bm, bn, bk, split, w, st in _SPLITK_NARROW_TILES)

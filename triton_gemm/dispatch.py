@@ -48,7 +48,8 @@ the plan makes one (Plan.core, _fringe_core).
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle; there
-operands off 16-byte runs load narrower, on the kernel's narrow tiles. Skinny products
+operands off 16-byte runs load narrower, on the kernel's narrow tiles (huge-K outputs up to
+SPLITK_AS_GIVEN_MAX_MN; larger ones pad them). Skinny products
 against a wide K-major weight (or an aligned row-major one, 16-bit and tf32) run
 transposed instead (C^T = B^T A^T, TRANSPOSED): the plain kernel's thin tiles stream the
 weight in one launch; at fp32 FMA (ieee) up to 8
@@ -85,11 +86,24 @@ ALIGN = 16
 # Skinny products on the split-K kernel (M <= SKINNY_M) never pad: it reads operands that
 # lack 16-byte runs narrower (8 bytes, or an element at a time) on its narrow tiles
 # (configs._SPLITK_NARROW_TILES, which has the figures: 8x4097x4097 fp16 nn 27.9 us as given
-# against 38.7 padded, cuBLAS 40.3; 64 rows 34.3 against 43.6, 41.7). Its other plans pad at
-# any size an operand it cannot load 16 bytes wide: unmeasured since the narrow tiles;
-# before them its tiles loaded 8x4097x4097 nn fp16 in 503.7 us (probe, twenty-third
-# session).
+# against 38.7 padded, cuBLAS 40.3; 64 rows 34.3 against 43.6, 41.7), nor do its few-tile
+# plans up to SPLITK_AS_GIVEN_MAX_MN outputs. Its other plans pad at any size an operand it
+# cannot load 16 bytes wide.
 PAD_MIN_MN = 64
+# Split-K plans of at most this many outputs (per precision) run operands off 16-byte runs
+# as given, on the narrow tiles (configs._SPLITK_NARROW_TILES); larger ones pad them (fp32
+# tensor-core operands K-major). perf/plans.py, H100, CUDA-graph time after an L2 flush,
+# us, as given against padded (cuBLAS), twenty-fifth session:
+#   fp16    128x128x65535 30.5 / 38.2 (39.4), 100x100x50000 19.1 / 26.5 (23.7),
+#           127x129x16384 17.7 / 17.8 (22.4), 192x192x40001 48.2 / 37.5 (47.7),
+#           256x256x32767 59.2 / 39.8 (45.6); bf16 the first two 30.9 / 38.4, 19.4 / 26.7
+#   tf32    the five 44.1 / 76.1, 25.5 / 52.4, 19.6 / 25.4, 72.2 / 77.5, 72.2 / 79.3
+#   tf32x3  72.9 / 92.2, 44.9 / 68.2, 43.1 / 36.9 (a loss kept for the rule's sake: SGEMM
+#           37.0), 117.7 / 116.4, 134.3 / 108.8
+#   ieee    70.9 / 106.8, 58.1 / 81.5, 31.2 / 47.2, 101.6 / 143.0, 128.1 / 154.7
+# Past 256 x 256 (up to few_tiles' 66 tiles of 64 x 64) unmeasured: padded as before.
+SPLITK_AS_GIVEN_MAX_MN = {"half": 128 * 128, "tf32x3": 128 * 128, "tf32": 256 * 256,
+                          "ieee": 256 * 256}
 
 # Stage a K-major copy of an fp32 tensor-core operand when the other side reaches this
 # many rows/columns: break-even of the copy (KN * 8 bytes at 3 TB/s) against the time
@@ -274,9 +288,11 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     few_tiles = 2 * -(-m // SPLITK_TILE) * -(-n // SPLITK_TILE) <= (sms or 0)
     split_k = (sms is not None and batch == 1 and k >= SPLITK_MIN_K
                and (m <= SKINNY_M or few_tiles))
-    # Skinny split-K plans never pad (PAD_MIN_MN).
+    # Skinny and small split-K plans never pad (PAD_MIN_MN, SPLITK_AS_GIVEN_MAX_MN).
+    split_k_as_given = split_k and (m <= SKINNY_M
+                                    or m * n <= SPLITK_AS_GIVEN_MAX_MN.get(precision, 0))
     pad = (not (a_ok and b_ok) and m >= PAD_MIN_MN and n >= PAD_MIN_MN
-           and not (split_k and m <= SKINNY_M))
+           and not split_k_as_given)
     fp32_tensor_core = precision in ("tf32", "tf32x3")
     stage_k_major = fp32_tensor_core and m * n * k >= STAGE_MIN_MNK
     a_k_major = stage_k_major and sa[2] != 1 and n >= STAGE_MIN
@@ -331,7 +347,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         return Plan(False, *direct, persistent=True, core=core)
     # Other split-K plans pad at any size what the kernel cannot load 16 bytes wide
     # (PAD_MIN_MN).
-    pad = pad or (split_k and m > SKINNY_M and not (a_runs and b_runs))
+    pad = pad or (split_k and not split_k_as_given and not (a_runs and b_runs))
     fma_plain = precision == "ieee" and not split_k
     a_m_major = fma_plain and (pad or (sa[1] != 1 and min(m, n) >= FMA_STAGE_A_MIN))
     b_as_given = fma_plain and pad and m < FMA_PAD_B_MIN_M
