@@ -17,6 +17,18 @@ the GPU. perf/timeline.py, tuned configs, us, one launch against the two (separa
 one session): 128x128x16384 fp16 11.5 against 5.3 + 2.0 (and the gap), 128x128x65536 fp16
 22.9 against 13.6 + 2.0, 256x256x32768 fp16 20.5 against 16.5 + 3.6. On Hopper the reduce
 now launches dependent on the partials (common.dependent_launch) and starts as they end.
+Retried for skinny products, where SPLIT is 4-16 and a tile's partials 8-32 KB (twenty-fifth
+session, not kept: per-stream counters, kept zero by the summing program; perf/timeline.py's
+timing, pinned configs, us, the one kernel against partials + reduce): 8x4104x4104 fp16
+16x128x128 s4 17.3 against 14.8 + 1.7 (cuBLAS's one kernel 14.5), 16x64x256 s4 17.7 against
+16.6 + 1.7, bf16 16x128x128 s4 17.5 against 14.8 + 1.7; 8x4097x4097 fp16 16x128x32 s8 25.5
+against 22.8 + 1.4; 64x4104x4104 fp16 64x64x128 s8 30.1 against 24.1 + 2.8; tf32 8x4104x4104
+16x128x64 s4 25.8 against 24.7 + 1.7; 128x128x16384 fp16 64x64x128 s16 11.5 against 6.0 +
+1.7. The last program's tail (its counter's round trip, then SPLIT loads, then the store,
+after every program's release fence) costs more than the reduce kernel it saves. Nor did
+skipping the split on those rows pay: the plain kernel's 16-row tiles over all of K
+(perf/tile_probe.py --graph, 8x4104x4104 fp16) took 22.2-33.7 us against 20.2 on split-K
+(cuBLAS 18.2).
 
 Nor are the operands read through TMA descriptors: a probe kernel (not kept) of the same
 configs with descriptor loads (H100, fp16, CUDA-graph time, L2 flushed, us, TMA against
