@@ -1,5 +1,7 @@
 """The dispatcher: which copies it plans, and that every staged path computes the product."""
 
+import math
+
 import pytest
 import torch
 
@@ -795,6 +797,40 @@ def test_skinny_product_against_a_weight_as_planned(dtype, precision, m, plan):
         else:  # no other tile is that thin
             ran = configs._THIN_TILES[configs.family_for(dtype, precision)]
         assert last_config() in {t[0] for t in ran}
+
+
+HUGE_K_AS_GIVEN = [(dtype, precision, largest + extra)
+                   for dtype, precision in ((torch.float16, "half"), (torch.bfloat16, "half"),
+                                            (torch.float32, "tf32"), (torch.float32, "tf32x3"),
+                                            (torch.float32, "ieee"))
+                   for largest in [math.isqrt(dispatch.SPLITK_AS_GIVEN_MAX_MN[precision])]
+                   for extra in (0, 64)]
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision,size", HUGE_K_AS_GIVEN,
+                         ids=[f"{p}-{str(dt)[6:]}-{s}" for dt, p, s in HUGE_K_AS_GIVEN])
+def test_split_k_product_off_16_byte_runs_as_planned(dtype, precision, size):
+    """A few-tile split-K product whose A rows are off 16 bytes (K odd), at the size
+    dispatch.SPLITK_AS_GIVEN_MAX_MN takes as given and one tile row past it (padded), as
+    the dispatcher plans it on the GPU (both plans forced in the interpreter, on a small
+    shape), with the addmm epilogue and an activation: right answer in every element of a
+    poisoned output."""
+    m, k = (size, 4097) if DEVICE == "cuda" else (24, 67)
+    a, b = randn(1, m, k, dtype=dtype), randn(1, k, m, dtype=dtype)
+    d = randn(m, dtype=dtype)
+    as_given = size * size <= dispatch.SPLITK_AS_GIVEN_MAX_MN[precision]
+    fp32_tc = precision in ("tf32", "tf32x3")
+    plan = (dispatch.Plan(False, False, False, split_k=True) if as_given
+            else dispatch.Plan(True, fp32_tc, fp32_tc, split_k=True))
+    if DEVICE == "cuda":
+        sms = _persistent.gpu_sms(a.device)[0]
+        assert dispatch.plan(a, b, precision, sms) == plan
+    out = torch.full((1, m, m), float("nan"), dtype=dtype, device=a.device)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, activation=1,
+                 force=plan)
+    ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
+    assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
 
 
 def test_mid_m_weight_products_take_the_persistent_kernel():
