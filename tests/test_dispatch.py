@@ -799,10 +799,11 @@ def test_skinny_product_against_a_weight_as_planned(dtype, precision, m, plan):
         assert last_config() in {t[0] for t in ran}
 
 
+_HUGE_K_PRECISIONS = ((torch.float16, "half"), (torch.bfloat16, "half"),
+                      (torch.float32, "tf32"), (torch.float32, "tf32x3"),
+                      (torch.float32, "ieee"))
 HUGE_K_AS_GIVEN = [(dtype, precision, largest + extra)
-                   for dtype, precision in ((torch.float16, "half"), (torch.bfloat16, "half"),
-                                            (torch.float32, "tf32"), (torch.float32, "tf32x3"),
-                                            (torch.float32, "ieee"))
+                   for dtype, precision in _HUGE_K_PRECISIONS
                    for largest in [math.isqrt(dispatch.SPLITK_AS_GIVEN_MAX_MN[precision])]
                    for extra in (0, 64)]
 
