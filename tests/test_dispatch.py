@@ -756,6 +756,22 @@ def test_fp32_fma_products_against_a_k_major_weight_run_transposed_on_split_k():
     assert dispatch.FMA_TRANSPOSED not in others, others
 
 
+def _run_as_planned(a, b, precision, plan):
+    """(1, M, K) a @ (1, K, N) b on plan: on the GPU, first that the dispatcher plans it so;
+    then run (forced, so the interpreter takes it too) with the addmm epilogue and an
+    activation into a poisoned output, every element checked against float64."""
+    n, dtype = b.shape[2], a.dtype
+    d = randn(n, dtype=dtype)
+    if DEVICE == "cuda":
+        sms = _persistent.gpu_sms(a.device)[0]
+        assert dispatch.plan(a, b, precision, sms) == plan
+    out = torch.full((1, a.shape[1], n), float("nan"), dtype=dtype, device=a.device)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, activation=1,
+                 force=plan)
+    ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
+    assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
+
+
 SKINNY_PLANNED = [(torch.float16, "half", 16, dispatch.TRANSPOSED),
                   (torch.bfloat16, "half", 16, dispatch.TRANSPOSED),
                   (torch.float32, "tf32", 16, dispatch.TRANSPOSED),
@@ -779,15 +795,7 @@ def test_skinny_product_against_a_weight_as_planned(dtype, precision, m, plan):
     m = m if DEVICE == "cuda" else min(m, 9)
     a = randn(1, m, k, dtype=dtype)
     b = randn(1, n, k, dtype=dtype).transpose(1, 2)  # a K-major weight
-    d = randn(n, dtype=dtype)
-    if DEVICE == "cuda":
-        sms = _persistent.gpu_sms(a.device)[0]
-        assert dispatch.plan(a, b, precision, sms) == plan
-    out = torch.full((1, m, n), float("nan"), dtype=dtype, device=a.device)
-    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, activation=1,
-                 force=plan)
-    ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
-    assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
+    _run_as_planned(a, b, precision, plan)
     if DEVICE == "cuda":  # tuned or not: the plan's kernel ran
         if plan == dispatch.FMA_TRANSPOSED:  # C^T: n rows, m columns
             untuned = configs.splitk_default_config("simt", n, m, k)
@@ -819,19 +827,11 @@ def test_split_k_product_off_16_byte_runs_as_planned(dtype, precision, size):
     poisoned output."""
     m, k = (size, 4097) if DEVICE == "cuda" else (24, 67)
     a, b = randn(1, m, k, dtype=dtype), randn(1, k, m, dtype=dtype)
-    d = randn(m, dtype=dtype)
     as_given = size * size <= dispatch.SPLITK_AS_GIVEN_MAX_MN[precision]
     fp32_tc = precision in ("tf32", "tf32x3")
     plan = (dispatch.Plan(False, False, False, split_k=True) if as_given
             else dispatch.Plan(True, fp32_tc, fp32_tc, split_k=True))
-    if DEVICE == "cuda":
-        sms = _persistent.gpu_sms(a.device)[0]
-        assert dispatch.plan(a, b, precision, sms) == plan
-    out = torch.full((1, m, m), float("nan"), dtype=dtype, device=a.device)
-    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, activation=1,
-                 force=plan)
-    ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
-    assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
+    _run_as_planned(a, b, precision, plan)
 
 
 def test_mid_m_weight_products_take_the_persistent_kernel():
