@@ -695,6 +695,53 @@ def test_copy_kernel_zero_fills_and_transposes(dtype):
     assert torch.equal(back, src)
 
 
+def _rows_of(width: int, dtype, rows: int = 70, batch: int = 2) -> torch.Tensor:
+    """A (batch, rows, width) view of rows `width` elements apart inside a wider buffer
+    whose base sits 16 bytes in: strides no multiple of 16 elements, runs whole."""
+    run = 16 // torch.empty((), dtype=dtype).element_size()
+    buf = randn(batch * rows * width + run, dtype=dtype)
+    return buf[run:].view(batch, rows, width)
+
+
+def test_copy_source_runs_hint_only_what_triton_cannot_see():
+    """copy.source_runs: 16-byte runs along the contiguous axis where a stride or the extent
+    is not a multiple of 16 elements (fp16 4104, fp32 4100), 8-byte runs below that, none
+    where the rows are off 8 bytes or the base is, and 0 where triton specialises."""
+    from triton_gemm.kernels.copy import source_runs
+    half, single = torch.float16, torch.float32
+    assert source_runs(_rows_of(40, half)) == (8, False)           # 80-byte rows
+    assert source_runs(_rows_of(40, half).transpose(1, 2)) == (8, True)
+    assert source_runs(_rows_of(36, single)) == (4, False)
+    assert source_runs(_rows_of(36, half)) == (4, False)           # 72 bytes: 8-byte runs
+    assert source_runs(_rows_of(33, half)) == (0, False)           # rows off 8 bytes
+    assert source_runs(_rows_of(48, half)) == (0, False)           # triton sees it
+    assert source_runs(_rows_of(40, half)[:, :, 1:]) == (0, False)  # base off 16 bytes
+    # The batch stride must be whole runs too: matrices 70 x 40 + 4 elements apart.
+    spaced = _rows_of(40, half, batch=3).flatten().as_strided((2, 70, 40), (2804, 40, 1))
+    assert source_runs(spaced) == (0, False)
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_copy_kernel_exact_from_hinted_runs(dtype, transposed):
+    """Sources the copy kernel loads through source_runs' hints (rows 80 or 144 bytes apart,
+    a batch of two, read along rows or, transposed, along columns) land bit for bit in a
+    poisoned padded buffer, zeros past them, through copy_jobs' first and second slots."""
+    from triton_gemm.kernels.copy import Job, copy_jobs, source_runs
+    src = _rows_of(40 if dtype == torch.float16 else 36, dtype)
+    src = src.transpose(1, 2) if transposed else src
+    assert source_runs(src)[0] > 0
+    rows, cols = src.shape[1:]
+    first, second = (torch.full((2, rows + 7, cols + 30), float("nan"), dtype=dtype,
+                                device=src.device) for _ in range(2))
+    copy_jobs(Job(randn(1, 5, 24, dtype=dtype), first[:1, :5, :24]), Job(src, second))
+    copy_jobs(Job(src, first))
+    for dst in (first, second):
+        expected = torch.zeros_like(dst)
+        expected[:, :rows, :cols] = src
+        assert torch.equal(dst, expected)
+
 @requires_kernels
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("width,k_major", [(3, True), (1, False), (8, False)])

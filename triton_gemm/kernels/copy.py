@@ -17,13 +17,16 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 
 from .common import INTERPRETER, dependent_meta, run_kernel, workspace
+from .splitk import run_elements
 
 # Tile per program: 64 x 64 elements (16 KB of fp32) with 4 warps, a tile transposed
 # through shared memory when source and destination are contiguous along different axes.
-# perf/copy_probe.py, H100, 4097 x 4097 into padded rows, L2 flushed, eight tiles from 16x256
-# to 128x128 with 4 or 8 warps: fp16 30.2-31.7 us (64x64: 31.7), fp32 51.5-52.5 (52.3), fp32
-# transposed 53.7-55.6 (54.5). The tile hardly matters; 2.2 TB/s for fp16 against 2.6 for
-# fp32 points at the unaligned source rows' narrow loads instead.
+# perf/copy_probe.py, H100, L2 flushed, eight tiles from 16x256 to 128x128, 4 or 8 warps:
+# 4097 x 4097 into padded rows (rows off 16 bytes: one element at a time) fp16 30.2-31.7
+# us (64x64: 31.7), fp32 51.5-52.5 (52.3), fp32 transposed 53.7-55.6 (54.5); 4104 x 4104
+# (16-byte runs, source_runs' hints), CUDA-graph time, fp16 23.3-24.3 (24.3, 2.8 TB/s),
+# fp32 45.5-46.6 (46.6), fp32 transposed 48.4-52.3 (49.9; twenty-sixth session). The tile
+# hardly matters.
 TILE = 64
 
 
@@ -36,10 +39,13 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, src2_ptr, dst2_p
                  STRIP_NP: tl.constexpr,
                  STRIP_FMA: tl.constexpr, STRIP_COLS: tl.constexpr, UPCAST: tl.constexpr,
                  SECOND: tl.constexpr, SPLIT_TF32_2: tl.constexpr, REMAINDER_2: tl.constexpr,
+                 SRC_VEC: tl.constexpr, SRC_ROW_RUNS: tl.constexpr, SRC2_VEC: tl.constexpr,
+                 SRC2_ROW_RUNS: tl.constexpr,
                  BR: tl.constexpr, BC: tl.constexpr, DEPENDENT: tl.constexpr):
     """One or two copies in one launch: programs 0 .. FIRST_PROGRAMS - 1 run the first
     (_copy_tile with src_ptr ... d_c), and with SECOND the rest run the second (src2_ptr,
-    dst2_ptr, lo2_ptr, ROWS2 ... d2_c; SPLIT_TF32_2, REMAINDER_2; no strip). Why one launch:
+    dst2_ptr, lo2_ptr, ROWS2 ... d2_c; SPLIT_TF32_2, REMAINDER_2, SRC2_VEC, SRC2_ROW_RUNS;
+    no strip). SRC_VEC, SRC_ROW_RUNS: see source_runs. Why one launch:
     a product that stages both operands then waits on one launch less, host and GPU alike.
     perf/copy_probe.py --pair, H100, A padded and B K-major (fp32), us eager, two launches
     against one: 127x8191x509 16.9 -> 13.6, 4097^3 97.5 -> 93.9. DEPENDENT: see
@@ -53,11 +59,13 @@ def _copy_kernel(src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, src2_ptr, dst2_p
     if in_second:
         _copy_tile(pid - FIRST_PROGRAMS, src2_ptr, dst2_ptr, lo2_ptr, dst2_ptr, dst2_ptr,
                    ROWS2, COLS2, DST_ROWS2, DST_COLS2, 0, s2_b, s2_r, s2_c, d2_b, d2_r, d2_c,
-                   0, 0, SPLIT_TF32_2, REMAINDER_2, False, 2, False, 0, UPCAST, BR, BC)
+                   0, 0, SPLIT_TF32_2, REMAINDER_2, False, 2, False, 0, UPCAST, SRC2_VEC,
+                   SRC2_ROW_RUNS, BR, BC)
     else:
         _copy_tile(pid, src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, DST_ROWS,
                    DST_COLS, STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk, s_sn, SPLIT_TF32,
-                   REMAINDER, STRIP, STRIP_NP, STRIP_FMA, STRIP_COLS, UPCAST, BR, BC)
+                   REMAINDER, STRIP, STRIP_NP, STRIP_FMA, STRIP_COLS, UPCAST, SRC_VEC,
+                   SRC_ROW_RUNS, BR, BC)
 
 
 @triton.jit
@@ -65,7 +73,8 @@ def _copy_tile(pid, src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, D
                DST_COLS, STRIP_N, s_b, s_r, s_c, d_b, d_r, d_c, s_sk, s_sn,
                SPLIT_TF32: tl.constexpr, REMAINDER: tl.constexpr, STRIP: tl.constexpr,
                STRIP_NP: tl.constexpr, STRIP_FMA: tl.constexpr, STRIP_COLS: tl.constexpr,
-               UPCAST: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+               UPCAST: tl.constexpr, SRC_VEC: tl.constexpr, SRC_ROW_RUNS: tl.constexpr,
+               BR: tl.constexpr, BC: tl.constexpr):
     """Tile pid (int64) of one copy: dst[b, r, c] = src[b, r, c] for r < ROWS, c < COLS,
     else 0, over dst's DST_ROWS x DST_COLS; any strides, 64-bit offsets. One grid axis walks
     (batch, row tile, column tile): the y and z axes would cap batch and tiles at 65535.
@@ -85,7 +94,11 @@ def _copy_tile(pid, src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, D
     splitk.reduce to sum: the product's column fringe from the one read of A that the
     copy makes anyway. STRIP_FMA (float32 A): the strip's STRIP_COLS (= STRIP_N) columns
     one at a time in fp32 FMA, ieee accuracy; otherwise a 16-bit tensor-core dot. STRIP_NP:
-    STRIP_N rounded up to a power of two, at least 16 for the dot, 2 for FMA."""
+    STRIP_N rounded up to a power of two, at least 16 for the dot, 2 for FMA.
+
+    SRC_VEC > 0 promises that src runs in SRC_VEC-element (16-byte) vectors along its
+    columns, or along its rows where SRC_ROW_RUNS (source_runs), which triton cannot see
+    where a stride is not a multiple of 16 elements (fp16 rows of 4104)."""
     col_tiles = tl.cdiv(DST_COLS, BC)
     tiles = tl.cdiv(DST_ROWS, BR) * col_tiles
     batch = pid // tiles
@@ -93,8 +106,19 @@ def _copy_tile(pid, src_ptr, dst_ptr, lo_ptr, strip_ptr, part_ptr, ROWS, COLS, D
     rows = ((pid % tiles) // col_tiles) * BR + tl.arange(0, BR)
     cols = col_tile * BC + tl.arange(0, BC)
     inside = (rows[:, None] < ROWS) & (cols[None, :] < COLS)
-    x = tl.load(src_ptr + batch * s_b + rows[:, None] * s_r + cols[None, :] * s_c,
-                mask=inside, other=0.0)
+    src_batch = batch * s_b
+    src_rows = rows * s_r
+    src_cols = cols * s_c
+    if SRC_VEC > 0:
+        src_batch = tl.multiple_of(src_batch, SRC_VEC)
+        if SRC_ROW_RUNS:  # the extent along the runs is whole runs: masks hold in them
+            src_cols = tl.multiple_of(src_cols, SRC_VEC)
+            inside = tl.max_constancy(inside, [SRC_VEC, 1])
+        else:
+            src_rows = tl.multiple_of(src_rows, SRC_VEC)
+            inside = tl.max_constancy(inside, [1, SRC_VEC])
+    x = tl.load(src_ptr + src_batch + src_rows[:, None] + src_cols[None, :], mask=inside,
+                other=0.0)
     dst_offsets = batch * d_b + rows[:, None] * d_r + cols[None, :] * d_c
     dst_inside = (rows[:, None] < DST_ROWS) & (cols[None, :] < DST_COLS)
     if STRIP:
@@ -191,6 +215,28 @@ def copy_jobs(*jobs: Job, strip: torch.Tensor | None = None) -> torch.Tensor | N
     return partials
 
 
+def source_runs(src: torch.Tensor) -> tuple[int, bool]:
+    """(SRC_VEC, SRC_ROW_RUNS) of a copy from (batch, R, C) src: the elements per run in
+    which it loads as vectors (splitk.run_elements, the batch stride a whole run too) along
+    C, or along R where that is the contiguous axis (True); 0 where triton sees the runs by
+    itself (strides and extent multiples of 16 elements) or there are none.
+
+    Why: triton proves 16-byte runs only from integers it specialises on multiples of 16,
+    so it loaded a source of 4104-element fp16 rows one element at a time (32 two-byte
+    loads per thread, sm_90a PTX; 4 of 16 bytes with the hint). perf/timeline.py, H100,
+    4104^3 fp16 (A copied with its column strip and B in one launch): the copy 56.3 -> 46.8
+    us, the whole call 250.8 -> 241.4 (cuBLAS 203.9; twenty-sixth session)."""
+    if src.shape[0] == 0 or not (src.stride(2) == 1 or src.stride(1) == 1):
+        return 0, False
+    run_dim = 1 if src.stride(2) == 1 else 0  # of the 2-D (R, C) matrix
+    vec = run_elements(src[0], run_dim)
+    if src.shape[0] > 1 and vec and src.stride(0) % vec:
+        vec = 0
+    seen = all(x % 16 == 0 for x in (src.stride(2 - run_dim), src.shape[1 + run_dim],
+                                     src.stride(0)))
+    return (0 if seen else vec), run_dim == 0
+
+
 def _programs(dst: torch.Tensor, br: int, bc: int) -> int:
     return dst.shape[0] * triton.cdiv(dst.shape[1], br) * triton.cdiv(dst.shape[2], bc)
 
@@ -208,6 +254,7 @@ def launch(first: Job, second: Job | None = None, strip=None, partials=None,
     br, bc, warps = tile
     first_programs = _programs(dst, br, bc)
     two = second if second is not None else Job(src, dst)  # the unused slot: any tensors
+    runs, runs2 = source_runs(src), source_runs(two.src)
     grid = (first_programs + (0 if second is None else _programs(second.dst, br, bc)),)
     run_kernel(_copy_kernel, grid,
                (src, dst, dst if lo is None else lo, dst if strip is None else strip,
@@ -223,7 +270,10 @@ def launch(first: Job, second: Job | None = None, strip=None, partials=None,
                 # The interpreter's dot takes no bf16.
                 "UPCAST": INTERPRETER and src.dtype == torch.bfloat16,
                 "SECOND": second is not None, "SPLIT_TF32_2": two.lo is not None,
-                "REMAINDER_2": two.remainder, "BR": br, "BC": bc, "num_warps": warps,
+                "REMAINDER_2": two.remainder, "SRC_VEC": runs[0], "SRC_ROW_RUNS": runs[1],
+                "SRC2_VEC": runs2[0] if second is not None else 0,
+                "SRC2_ROW_RUNS": runs2[1] if second is not None else False,
+                "BR": br, "BC": bc, "num_warps": warps,
                 **dependent_meta(src.device)})
 
 
