@@ -733,14 +733,18 @@ def test_copy_kernel_exact_from_hinted_runs(dtype, transposed):
     src = src.transpose(1, 2) if transposed else src
     assert source_runs(src)[0] > 0
     rows, cols = src.shape[1:]
-    first, second = (torch.full((2, rows + 7, cols + 30), float("nan"), dtype=dtype,
-                                device=src.device) for _ in range(2))
-    copy_jobs(Job(randn(1, 5, 24, dtype=dtype), first[:1, :5, :24]), Job(src, second))
+    small = randn(1, 5, 24, dtype=dtype)
+    small_dst, first, second = (torch.full(shape, float("nan"), dtype=dtype,
+                                           device=src.device)
+                                for shape in ((1, 9, 40), (2, rows + 7, cols + 30),
+                                              (2, rows + 7, cols + 30)))
+    copy_jobs(Job(small, small_dst), Job(src, second))
     copy_jobs(Job(src, first))
-    for dst in (first, second):
+    for source, dst in ((small, small_dst), (src, first), (src, second)):
         expected = torch.zeros_like(dst)
-        expected[:, :rows, :cols] = src
+        expected[:, :source.shape[1], :source.shape[2]] = source
         assert torch.equal(dst, expected)
+
 
 @requires_kernels
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])

@@ -22,11 +22,11 @@ from .splitk import run_elements
 # Tile per program: 64 x 64 elements (16 KB of fp32) with 4 warps, a tile transposed
 # through shared memory when source and destination are contiguous along different axes.
 # perf/copy_probe.py, H100, L2 flushed, eight tiles from 16x256 to 128x128, 4 or 8 warps:
-# 4097 x 4097 into padded rows (rows off 16 bytes: one element at a time) fp16 30.2-31.7
-# us (64x64: 31.7), fp32 51.5-52.5 (52.3), fp32 transposed 53.7-55.6 (54.5); 4104 x 4104
-# (16-byte runs, source_runs' hints), CUDA-graph time, fp16 23.3-24.3 (24.3, 2.8 TB/s),
-# fp32 45.5-46.6 (46.6), fp32 transposed 48.4-52.3 (49.9; twenty-sixth session). The tile
-# hardly matters.
+# 4097 x 4097 into padded rows (rows off 16 bytes: one element at a time; eager, when the
+# probe timed with do_bench) fp16 30.2-31.7 us (64x64: 31.7), fp32 51.5-52.5 (52.3), fp32
+# transposed 53.7-55.6 (54.5); 4104 x 4104 (16-byte runs, source_runs' hints), CUDA-graph
+# time, fp16 23.3-24.3 (24.3, 2.8 TB/s), fp32 45.5-46.6 (46.6), fp32 transposed 48.4-52.3
+# (49.9; twenty-sixth session). The tile hardly matters.
 TILE = 64
 
 
