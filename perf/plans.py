@@ -9,7 +9,8 @@ fp32 tensor-core operands K-major), padded_persistent (the same on the persisten
 split_k and split_k_padded (the split-K kernel as given and on padded copies, long K),
 direct (the persistent kernel on unpadded operands, where TMA takes their rows), each of
 those two with its thin fringe on the split-K kernel (_fringe_rows, _fringe_cols, _fringe_both:
-dispatch._fringe_core), for tf32x3
+dispatch._fringe_core), auto_uncut (the library's plan in one launch where it cuts the rows
+of whole waves from the rest: dispatch._wave_rows), for tf32x3
 k_major_persistent (K-major copies, split in the K loop) and split_tf32 (staged tf32
 halves, three tf32 dots), for ieee a_m_major, b_n_major, a_m_b_n_major and
 padded_a_m_major (copies laid out for fp32 FMA dots: A M-major, B row-major), and, for
@@ -65,6 +66,11 @@ def candidate_plans(a, b, precision: str) -> dict:
         plans["a_m_b_n_major"] = dispatch.Plan(False, False, False, a_m_major=True,
                                                b_n_major=True)
         plans["padded_a_m_major"] = dispatch.Plan(True, False, False, a_m_major=True)
+    sms = (torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda
+           else None)
+    auto = dispatch.plan(a, b, precision, sms)
+    if auto.wave_rows is not None:
+        plans["auto_uncut"] = auto._replace(wave_rows=None)
     if precision == "tf32x3":
         # K-major copies on the persistent kernel, split by tl.dot in the K loop, against
         # halves staged once (dispatch.SPLIT_TF32).

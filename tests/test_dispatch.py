@@ -379,19 +379,21 @@ def test_a_direct_plan_cuts_strips_only_from_rows_of_16_byte_runs():
     and 4; 128 without the last 8 columns) cuts its column strip; with A's K 4100 in rows
     4104 apart (TMA takes them, the runs break at K) it runs uncut. Rows likewise from a
     K-major B: 3336x1280 (135 tiles; 130 without the last 8 rows), A M-major with
-    3336-element rows (direct), B's K 4104 (cut) or 4100 in rows 4104 apart (uncut)."""
+    3336-element rows (direct), B's K 4104 (cut) or 4100 in rows 4104 apart (uncut; the
+    uncut outputs then run the rows of their one whole wave first, _wave_rows)."""
     sms, half = 132, torch.float16
     cut = dispatch.plan(*_ops(1024, 4104, 4104, dtype=half), "half", sms)
     assert cut == dispatch.Plan(False, False, False, True, core=(1024, 4096)), cut
     a_short = torch.empty(1, 1024, 4104, dtype=half)[:, :, :4100]
     uncut = dispatch.plan(a_short, torch.empty(1, 4100, 4104, dtype=half), "half", sms)
-    assert uncut == dispatch.Plan(False, False, False, True), uncut
+    assert uncut == dispatch.Plan(False, False, False, True, wave_rows=7 * 128), uncut
     a_m_major = torch.empty(1, 4104, 3336, dtype=half).transpose(1, 2)
     b_k_major = torch.empty(1, 1280, 4104, dtype=half).transpose(1, 2)
     rows = dispatch.plan(a_m_major, b_k_major, "half", sms)
     assert rows == dispatch.Plan(False, False, False, True, core=(3328, 1280)), rows
     rows_short = dispatch.plan(a_m_major[:, :, :4100], b_k_major[:, :4100], "half", sms)
-    assert rows_short == dispatch.Plan(False, False, False, True), rows_short
+    # Uncut, its 135 tiles are a wave and 3: the rows of 26 x 5 tiles go first.
+    assert rows_short == dispatch.Plan(False, False, False, True, wave_rows=3328), rows_short
 
 
 def test_skinny_split_k_plans_run_operands_as_given():
@@ -639,6 +641,79 @@ def test_fringe_plans_are_for_single_products_on_the_tiled_kernels():
     with pytest.raises(ValueError, match="core"):
         dispatch.run(a.expand(2, -1, -1), b.expand(2, -1, -1), out.expand(2, -1, -1),
                      precision="ieee", force=dispatch.PLAIN._replace(core=(128, 128)))
+
+
+def test_rows_of_whole_waves_run_apart_from_a_part_empty_last_wave():
+    """dispatch._wave_rows: where 128x256 tiles leave a last wave at most half full and
+    the output takes fewer than WAVE_CUT_MAX_WAVES waves, the first launch takes the rows
+    of whole waves."""
+    sms = 132
+
+    def rows(m, n, k, precision="half", dtype=torch.float16, **layouts):
+        return dispatch.plan(*_ops(m, n, k, dtype=dtype, **layouts), precision,
+                             sms).wave_rows
+    # 2208^3: 18 x 9 tiles, a wave and 30; the first launch 14 x 9 = 126 of them.
+    assert rows(2208, 2208, 2208) == 14 * 128
+    assert rows(2400, 2400, 2400) == 13 * 128       # 19 x 10: a wave and 58
+    assert rows(3008, 3008, 3008) == 22 * 128       # 24 x 12: two waves and 24
+    assert rows(3200, 3200, 3200) == 20 * 128       # 25 x 13: two waves and 61
+    assert rows(2304, 4096, 4096, b_layout="col") == 16 * 128
+    assert rows(3000, 3000, 3000) == 22 * 128       # on padded copies (rows off a sector)
+    assert rows(2208, 2208, 2208, dtype=torch.bfloat16) == 14 * 128
+    # One launch: a last wave over half full (2560^3: 68 of 132), four waves or more, less
+    # than one, and the report's square and llm shapes.
+    for m, n, k in ((2560, 2560, 2560), (2816, 2816, 2816), (4608, 4608, 4608),
+                    (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
+                    (2048, 4096, 4096), (2048, 8192, 28672), (2048, 11008, 4096),
+                    (8192, 4096, 11008)):
+        assert rows(m, n, k) is None, (m, n, k)
+    # Not tf32 (not measured), not beside a thin fringe's core (4097^3), not batched, not
+    # off Hopper.
+    assert rows(2208, 2208, 2208, "tf32", torch.float32) is None
+    assert rows(4097, 4097, 4097) is None
+    a, b = _ops(2208, 2208, 2208, dtype=torch.float16)
+    assert dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "half", sms).wave_rows \
+        is None
+    assert dispatch.plan(a, b, "half", sms, tma=False).wave_rows is None
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_wave_rows_plans_compute_both_launches(monkeypatch, dtype):
+    """A plan with wave_rows runs its rows in two launches of the tiled kernel; both regions
+    of the poisoned output match float64, epilogue included."""
+    launched = []
+    tiled = dispatch._tiled
+
+    def counted(a, b, out, *args, **kwargs):
+        launched.append(out.shape[1])
+        return tiled(a, b, out, *args, **kwargs)
+    monkeypatch.setattr(dispatch, "_tiled", counted)
+    a = randn(1, 200, 72, dtype=dtype)
+    b = randn(1, 140, 72, dtype=dtype).transpose(1, 2)
+    d = randn(140, dtype=dtype)
+    out = torch.full((1, 200, 140), float("nan"), dtype=dtype, device=a.device)
+    plan = dispatch.Plan(False, False, False, True, wave_rows=128)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision="half", force=plan,
+                 activation=1)
+    assert launched == [128, 72]
+    ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
+    for part in (slice(None, 128), slice(128, None)):
+        assert_close(out[:, part], ref[:, part], dtype, what=f"rows {part}")
+
+
+def test_wave_rows_only_split_persistent_products():
+    a, b = _ops(200, 140, 72, dtype=torch.float16)
+    out = torch.empty(1, 200, 140, dtype=torch.float16)
+    persistent = dispatch.Plan(False, False, False, True)
+    for p in (dispatch.PLAIN._replace(wave_rows=128), persistent._replace(wave_rows=200),
+              persistent._replace(wave_rows=0),
+              persistent._replace(wave_rows=128, core=(128, 128))):
+        with pytest.raises(ValueError, match="wave_rows"):
+            dispatch.run(a, b, out, precision="half", force=p)
+    with pytest.raises(ValueError, match="batch"):
+        dispatch.run(a.expand(2, -1, -1), b.expand(2, -1, -1), out.expand(2, -1, -1),
+                     precision="half", force=persistent._replace(wave_rows=128))
 
 
 def test_persistent_kernel_for_large_single_products_on_hopper():

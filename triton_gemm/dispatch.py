@@ -248,6 +248,8 @@ class Plan(NamedTuple):
     gemv: bool = False        # run the GEMV kernel (fp32 FMA, few rows)
     a_m_major: bool = False   # stage A M-contiguous (column-major) for fp32 FMA dots
     b_n_major: bool = False   # stage B N-contiguous (row-major) for fp32 FMA dots
+    wave_rows: int | None = None  # persistent plans: the first launch takes these rows
+                                  # (whole waves of tiles), a second the rest (_wave_rows)
 
     @property
     def copies(self) -> bool:
@@ -335,6 +337,8 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         cut_rows, cut_cols = direct[1] or b_runs, direct[0] or a_runs
     core = (_fringe_core(m, n, sms, cut_rows, cut_cols) if persistent and not mid_m
             else None)
+    wave_rows = (_wave_rows(m, n, sms) if persistent and not mid_m and core is None
+                 and precision == "half" else None)
     if (precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
             and k >= SPLIT_TF32_MIN_K and tiles >= SPLIT_TF32_MIN_TILES_PER_SM * sms
             and _halves_pay(m, n, k, pad * (m + n) * k + a_k_major * m * k
@@ -347,7 +351,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
         # as they are, at any tile count, instead of padded copies; fp32 operands TMA cannot
         # take as given get their (unpadded) K-major copies.
-        return Plan(False, *direct, persistent=True, core=core)
+        return Plan(False, *direct, persistent=True, core=core, wave_rows=wave_rows)
     # Other split-K plans pad at any size what the kernel cannot load 16 bytes wide
     # (PAD_MIN_MN).
     pad = pad or (split_k and not split_k_as_given and not (a_runs and b_runs))
@@ -359,7 +363,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     b_n_major = (fma_plain and not pad and sb[2] != 1
                  and (m >= FMA_STAGE_B_MIN_M or b_as_given))
     return Plan(pad, a_k_major, b_k_major, persistent, split_k, core=core,
-                a_m_major=a_m_major, b_n_major=b_n_major)
+                a_m_major=a_m_major, b_n_major=b_n_major, wave_rows=wave_rows)
 
 
 # The persistent kernel's tiles are whole multiples of FRINGE_TILE rows and columns; on large
@@ -420,6 +424,35 @@ def _fringe_core(m: int, n: int, sms: int, cut_rows: bool,
     best = min((_waves(r, c, sms), (m - r) + (n - c), (r, c))
                for r in cuts(m, cut_rows) for c in cuts(n, cut_cols))
     return None if best[2] == (m, n) else best[2]
+
+
+# A last wave of 128x256 tiles at most WAVE_CUT_MAX_FILL full leaves most SMs idle for a
+# whole tile's time. Where the output takes fewer than WAVE_CUT_MAX_WAVES waves that is a
+# large share of the call, so the persistent kernel runs the rows of whole waves first and
+# the rest as a second product with its own tuned tile (smaller tiles, spread over the SMs).
+# perf/plans.py, H100, fp16, GPU time after an L2 flush, us, cut against one launch (cuBLAS;
+# twenty-seventh session): 2208^3 45.2 vs 51.2 (36.1), 2400^3 49.4 vs 54.0 (49.8), 3008^3
+# 86.4 vs 92.7 (77.4), 3200^3 96.6 vs 104.4 (91.1), 2304x4096x4096 114.8 vs 128.2 (106.1),
+# 1280x8192x4096 124.8 vs 133.3 (117.2), 2560x4096x2048 65.9 vs 68.5 (62.6); on padded
+# copies 3000^3 112.1 vs 117.6 (82.4), 2200^3 56.5 vs 63.0 (38.7); bf16 alike (4-10%).
+# Where the last wave is fuller, or there are more waves, the cut lost or changed nothing
+# (a probe of the same cut, not kept): 2560^3 (a wave and 68 tiles) 62.4 vs 59.6, 2816^3
+# 68.5 vs 66.1, 4608^3 (four waves and 120) 275.6 vs 274.8, 5120^3 (six and 8) 397.8 vs
+# 397.4, 5632^3 (seven and 44) 521.1 vs 523.2. The stream-K kernel, meant for these, was
+# slower still (kernels/streamk.py).
+WAVE_CUT_MAX_WAVES = 4
+WAVE_CUT_MAX_FILL = 0.5
+
+
+def _wave_rows(m: int, n: int, sms: int) -> int | None:
+    """Rows of an m x n output that fill whole waves of 128x256 tiles on sms SMs, where
+    cutting the rest off pays (see WAVE_CUT_MAX_WAVES); None where it does not."""
+    cols = -(-n // 256)
+    full, rest = divmod(-(-m // 128) * cols, sms)
+    if not (1 <= full < WAVE_CUT_MAX_WAVES and 0 < rest <= WAVE_CUT_MAX_FILL * sms):
+        return None
+    rows = 128 * (full * sms // cols)
+    return rows if 0 < rows < m else None
 
 
 # Below this K, cuBLAS SGEMM's own error (2.1e-7 at K = 512, report) is under the split
@@ -633,6 +666,11 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     if p.core is not None and (p.split_tf32 or p.split_k or p.gemv):
         raise ValueError(f"a plan with a core runs single products on the tiled kernels, "
                          f"not {p}")
+    if p.wave_rows is not None and (not p.persistent or p.core is not None
+                                    or p.split_tf32 or not 0 < p.wave_rows < out.shape[1]):
+        raise ValueError(f"a plan with wave_rows runs a persistent product without a core "
+                         f"or tf32 halves in two launches of rows (0 < wave_rows < M = "
+                         f"{out.shape[1]}), not {p}")
     if (p.persistent or p.split_k or p.gemv or p.core is not None) and a.shape[0] != 1:
         raise ValueError(f"{p} runs single products, not a batch of {a.shape[0]}; "
                          f"dispatch.plan gives batches the plain kernel")
@@ -652,8 +690,16 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     elif p.copies:
         a, b = stage(a, b, p)
     epilogue = {"alpha": alpha, "beta": beta, "precision": precision, "activation": activation}
-    if p.core is None:
+    if p.core is None and p.wave_rows is None:
         _tiled(a, b, out, d, p, lo, **epilogue)
+        return out
+    if p.core is None:
+        # The rows of whole waves, then the rest: two launches, each tuned on its own shape.
+        r = p.wave_rows
+        d3 = None if d is None else d.expand(out.shape)
+        for part in (slice(None, r), slice(r, None)):
+            _tiled(a[:, part], b, out[:, part], None if d3 is None else d3[:, part], p, lo,
+                   **epilogue)
         return out
     d3 = None if d is None else d.expand(out.shape)
     # The core first: a planned (not replayed) call spends ~100 us of host time launching
