@@ -393,7 +393,8 @@ def test_a_direct_plan_cuts_strips_only_from_rows_of_16_byte_runs():
     assert rows == dispatch.Plan(False, False, False, True, core=(3328, 1280)), rows
     rows_short = dispatch.plan(a_m_major[:, :, :4100], b_k_major[:, :4100], "half", sms)
     # Uncut, its 135 tiles are a wave and 3: the rows of 26 x 5 tiles go first.
-    assert rows_short == dispatch.Plan(False, False, False, True, wave_rows=3328), rows_short
+    assert rows_short == dispatch.Plan(False, False, False, True, wave_rows=26 * 128), \
+        rows_short
 
 
 def test_skinny_split_k_plans_run_operands_as_given():
