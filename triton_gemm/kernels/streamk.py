@@ -55,6 +55,14 @@ cuBLAS's kernel (nvjet_sm90_hsh_64x128_64x8_2x1: 64x128 tiles in clusters of two
 little from L2 as 128x128 tiles on all 128 SMs, by TMA multicast of the shared B tile to
 both SMs of a cluster: consistent with ~8 TB/s of L2 reads bounding all four kernels.
 Triton 3.6 has no TMA multicast (its backend: "NYI: Support multicast").
+
+Nor is it register spills (twenty-seventh session, H100, CUDA-graph us after the flush,
+persistent against stream-K; cuBLAS 36 and 78): 2208^3 fp16 128x256x64 49.3 against
+64.5-69.6, 3008^3 92.5 against 107-109. The finisher's partial loads spill the 128x256
+tile (255 registers, 344 bytes stored, sm_90a ptxas -v: a 64-bit address per element
+beside acc); with those loads replaced by a constant (171 registers, no spills; wrong sums,
+timed only) it took 49.9 and 90.3, no better than the persistent kernel.
+dispatch._wave_rows runs such products in two launches instead.
 """
 
 from __future__ import annotations
