@@ -10,7 +10,8 @@ split_k and split_k_padded (the split-K kernel as given and on padded copies, lo
 direct (the persistent kernel on unpadded operands, where TMA takes their rows), each of
 those two with its thin fringe on the split-K kernel (_fringe_rows, _fringe_cols, _fringe_both:
 dispatch._fringe_core), auto_uncut (the library's plan in one launch where it cuts the rows
-of whole waves from the rest: dispatch._wave_rows), for tf32x3
+of whole waves from the rest: dispatch._wave_rows) or auto_wave_cut (that cut where the
+library's plan does not make it but the rule's rows exist), for tf32x3
 k_major_persistent (K-major copies, split in the K loop) and split_tf32 (staged tf32
 halves, three tf32 dots), for ieee a_m_major, b_n_major, a_m_b_n_major and
 padded_a_m_major (copies laid out for fp32 FMA dots: A M-major, B row-major), and, for
@@ -71,6 +72,11 @@ def candidate_plans(a, b, precision: str) -> dict:
     auto = dispatch.plan(a, b, precision, sms)
     if auto.wave_rows is not None:
         plans["auto_uncut"] = auto._replace(wave_rows=None)
+    elif auto.persistent and auto.core is None and not auto.split_tf32 and sms:
+        # The same cut where the library does not make it (tf32; the cases its rule leaves).
+        rows = dispatch._wave_rows(a.shape[1], b.shape[2], sms)
+        if rows is not None:
+            plans["auto_wave_cut"] = auto._replace(wave_rows=rows)
     if precision == "tf32x3":
         # K-major copies on the persistent kernel, split by tl.dot in the K loop, against
         # halves staged once (dispatch.SPLIT_TF32).

@@ -668,9 +668,11 @@ def test_rows_of_whole_waves_run_apart_from_a_part_empty_last_wave():
                     (2048, 4096, 4096), (2048, 8192, 28672), (2048, 11008, 4096),
                     (8192, 4096, 11008)):
         assert rows(m, n, k) is None, (m, n, k)
-    # Not tf32 (not measured), not beside a thin fringe's core (4097^3), not batched, not
-    # off Hopper.
-    assert rows(2208, 2208, 2208, "tf32", torch.float32) is None
+    # tf32 too (B staged K-major or not), not 3xTF32 (not measured), not beside a thin
+    # fringe's core (4097^3), not batched, not off Hopper.
+    assert rows(2208, 2208, 2208, "tf32", torch.float32) == 14 * 128
+    assert rows(2304, 4096, 4096, "tf32", torch.float32, b_layout="col") == 16 * 128
+    assert rows(2208, 2208, 2208, "tf32x3", torch.float32) is None
     assert rows(4097, 4097, 4097) is None
     a, b = _ops(2208, 2208, 2208, dtype=torch.float16)
     assert dispatch.plan(a.expand(2, -1, -1), b.expand(2, -1, -1), "half", sms).wave_rows \
@@ -679,8 +681,10 @@ def test_rows_of_whole_waves_run_apart_from_a_part_empty_last_wave():
 
 
 @requires_kernels
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
-def test_wave_rows_plans_compute_both_launches(monkeypatch, dtype):
+@pytest.mark.parametrize("dtype,precision", [
+    (torch.float16, "half"), (torch.bfloat16, "half"), (torch.float32, "tf32")],
+    ids=["fp16", "bf16", "fp32-tf32"])
+def test_wave_rows_plans_compute_both_launches(monkeypatch, dtype, precision):
     """A plan with wave_rows runs its rows in two launches of the tiled kernel; both regions
     of the poisoned output match float64, epilogue included."""
     launched = []
@@ -695,12 +699,13 @@ def test_wave_rows_plans_compute_both_launches(monkeypatch, dtype):
     d = randn(140, dtype=dtype)
     out = torch.full((1, 200, 140), float("nan"), dtype=dtype, device=a.device)
     plan = dispatch.Plan(False, False, False, True, wave_rows=128)
-    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision="half", force=plan,
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=plan,
                  activation=1)
     assert launched == [128, 72]
     ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * d.double())
     for part in (slice(None, 128), slice(128, None)):
-        assert_close(out[:, part], ref[:, part], dtype, what=f"rows {part}")
+        assert_close(out[:, part], ref[:, part], dtype,
+                     None if precision == "half" else precision, f"rows {part}")
 
 
 def test_wave_rows_only_split_persistent_products():

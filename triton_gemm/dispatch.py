@@ -341,7 +341,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     core = (_fringe_core(m, n, sms, cut_rows, cut_cols) if persistent and not mid_m
             else None)
     wave_rows = (_wave_rows(m, n, sms) if persistent and not mid_m and core is None
-                 and precision == "half" else None)
+                 and precision in ("half", "tf32") else None)
     if (precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
             and k >= SPLIT_TF32_MIN_K and tiles >= SPLIT_TF32_MIN_TILES_PER_SM * sms
             and _halves_pay(m, n, k, pad * (m + n) * k + a_k_major * m * k
@@ -437,7 +437,10 @@ def _fringe_core(m: int, n: int, sms: int, cut_rows: bool,
 # twenty-seventh session): 2208^3 45.2 vs 51.2 (36.1), 2400^3 49.4 vs 54.0 (49.8), 3008^3
 # 86.4 vs 92.7 (77.4), 3200^3 96.6 vs 104.4 (91.1), 2304x4096x4096 114.8 vs 128.2 (106.1),
 # 1280x8192x4096 124.8 vs 133.3 (117.2), 2560x4096x2048 65.9 vs 68.5 (62.6); on padded
-# copies 3000^3 112.1 vs 117.6 (82.4), 2200^3 56.5 vs 63.0 (38.7); bf16 alike (4-10%).
+# copies 3000^3 112.1 vs 117.6 (82.4), 2200^3 56.5 vs 63.0 (38.7); bf16 alike (4-10%). tf32
+# (path auto_wave_cut against auto, cuBLAS tf32): 2208^3 95.4 vs 106.7 (94.8), 2400^3 107.0
+# vs 116.9 (94.5), 3008^3 192.2 vs 205.5 (204.8), 3200^3 215.0 vs 227.4 (215.1),
+# 2304x4096x4096 nt 219.4 vs 246.9 (208.7), 1280x8192x4096 nt 255.3 vs 259.1 (227.2).
 # Where the last wave is fuller, or there are more waves, the cut lost or changed nothing
 # (a probe of the same cut, not kept): 2560^3 (a wave and 68 tiles) 62.4 vs 59.6, 2816^3
 # 68.5 vs 66.1, 4608^3 (four waves and 120) 275.6 vs 274.8, 5120^3 (six and 8) 397.8 vs
