@@ -392,6 +392,32 @@ def test_fringe_plans_replay_with_their_strips():
 
 
 @gpu_only
+def test_wave_rows_plans_replay_both_launches():
+    """2208 x 2208 x 256 fp16 on the H100 leaves a last wave of 30 tiles of 128x256, so
+    dispatch runs 1792 rows, then 416 (Plan.wave_rows), with a bias: the second call, on
+    new operands, is a replay and matches float64 in both row ranges as the first did."""
+    from triton_gemm import dispatch
+    sms, tma = persistent.gpu_sms(torch.device("cuda"))
+    m, n, k = 2208, 2208, 256
+    rows = dispatch.plan(randn(1, m, k, dtype=torch.float16),
+                         randn(1, k, n, dtype=torch.float16), "half", sms, tma).wave_rows
+    if rows is None:
+        pytest.skip(f"no whole-wave cut of {m}x{n} on {sms} SMs (the persistent kernel "
+                    f"needs Hopper)")
+    launch_cache.clear()
+    replayed = launch_cache.stats["replayed"]
+    for _ in range(2):
+        a, b = randn(1, m, k, dtype=torch.float16), randn(1, k, n, dtype=torch.float16)
+        bias = randn(1, 1, n, dtype=torch.float16)
+        out = torch.full((1, m, n), float("nan"), dtype=torch.float16, device=a.device)
+        launch_cache.run(a, b, out, bias.expand(1, m, n), beta=1.0, precision="half")
+        ref = a.double() @ b.double() + bias.double()
+        for part in (slice(None, rows), slice(rows, None)):
+            assert_close(out[:, part], ref[:, part], torch.float16, what=f"rows {part}")
+    assert launch_cache.stats["replayed"] - replayed == 1
+
+
+@gpu_only
 def test_transposed_fma_plans_replay_with_their_copy_of_a():
     """An ieee product against a K-major weight runs C^T = W A^T on split-K with A^T
     copied (dispatch.FMA_TRANSPOSED), 24 rows: padded rows in the copy, a bias epilogue.
