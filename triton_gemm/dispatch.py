@@ -436,7 +436,8 @@ def _fringe_core(m: int, n: int, sms: int, cut_rows: bool,
 # perf/plans.py, H100, fp16, GPU time after an L2 flush, us, cut against one launch (cuBLAS;
 # twenty-seventh session): 2208^3 45.2 vs 51.2 (36.1), 2400^3 49.4 vs 54.0 (49.8), 3008^3
 # 86.4 vs 92.7 (77.4), 3200^3 96.6 vs 104.4 (91.1), 2304x4096x4096 114.8 vs 128.2 (106.1),
-# 1280x8192x4096 124.8 vs 133.3 (117.2), 2560x4096x2048 65.9 vs 68.5 (62.6); on padded
+# 1280x8192x4096 124.8 vs 133.3 (117.2), 2560x4096x2048 65.9 vs 68.5 (62.6), 3712^3 (three
+# waves and 39 tiles) 152.7 vs 157.5 (157.1); on padded
 # copies 3000^3 112.1 vs 117.6 (82.4), 2200^3 56.5 vs 63.0 (38.7); bf16 alike (4-10%). tf32
 # (path auto_wave_cut against auto, cuBLAS tf32): 2208^3 95.4 vs 106.7 (94.8), 2400^3 107.0
 # vs 116.9 (94.5), 3008^3 192.2 vs 205.5 (204.8), 3200^3 215.0 vs 227.4 (215.1),
