@@ -700,15 +700,14 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     if p.core is None and p.wave_rows is None:
         _tiled(a, b, out, d, p, lo, **epilogue)
         return out
+    d3 = None if d is None else d.expand(out.shape)
     if p.core is None:
         # The rows of whole waves, then the rest: two launches, each tuned on its own shape.
         r = p.wave_rows
-        d3 = None if d is None else d.expand(out.shape)
         for part in (slice(None, r), slice(r, None)):
             _tiled(a[:, part], b, out[:, part], None if d3 is None else d3[:, part], p, lo,
                    **epilogue)
         return out
-    d3 = None if d is None else d.expand(out.shape)
     # The core first: a planned (not replayed) call spends ~100 us of host time launching
     # it (perf/timeline.py, 4097^3 fp16: the GPU idled 98 us when the split-K strip went
     # first), which the core's own run then hides from what follows.

@@ -254,7 +254,8 @@ def launch(first: Job, second: Job | None = None, strip=None, partials=None,
     br, bc, warps = tile
     first_programs = _programs(dst, br, bc)
     two = second if second is not None else Job(src, dst)  # the unused slot: any tensors
-    runs, runs2 = source_runs(src), source_runs(two.src)
+    runs = source_runs(src)
+    runs2 = source_runs(second.src) if second is not None else (0, False)
     grid = (first_programs + (0 if second is None else _programs(second.dst, br, bc)),)
     run_kernel(_copy_kernel, grid,
                (src, dst, dst if lo is None else lo, dst if strip is None else strip,
@@ -271,8 +272,7 @@ def launch(first: Job, second: Job | None = None, strip=None, partials=None,
                 "UPCAST": INTERPRETER and src.dtype == torch.bfloat16,
                 "SECOND": second is not None, "SPLIT_TF32_2": two.lo is not None,
                 "REMAINDER_2": two.remainder, "SRC_VEC": runs[0], "SRC_ROW_RUNS": runs[1],
-                "SRC2_VEC": runs2[0] if second is not None else 0,
-                "SRC2_ROW_RUNS": runs2[1] if second is not None else False,
+                "SRC2_VEC": runs2[0], "SRC2_ROW_RUNS": runs2[1],
                 "BR": br, "BC": bc, "num_warps": warps,
                 **dependent_meta(src.device)})
 
