@@ -645,9 +645,9 @@ def test_fringe_plans_are_for_single_products_on_the_tiled_kernels():
 
 
 def test_rows_of_whole_waves_run_apart_from_a_part_empty_last_wave():
-    """dispatch._wave_rows: where 128x256 tiles leave a last wave at most half full and
-    the output takes fewer than WAVE_CUT_MAX_WAVES waves, the first launch takes the rows
-    of whole waves."""
+    """dispatch._wave_rows: where 128x256 tiles leave a last wave at most half full after
+    fewer than WAVE_CUT_MAX_WAVES whole waves, and B has at most WAVE_CUT_MAX_N columns,
+    the first launch takes the rows of whole waves."""
     sms = 132
 
     def rows(m, n, k, precision="half", dtype=torch.float16, **layouts):
@@ -661,13 +661,24 @@ def test_rows_of_whole_waves_run_apart_from_a_part_empty_last_wave():
     assert rows(2304, 4096, 4096, b_layout="col") == 16 * 128
     assert rows(3000, 3000, 3000) == 22 * 128       # on padded copies (rows off a sector)
     assert rows(2208, 2208, 2208, dtype=torch.bfloat16) == 14 * 128
-    # One launch: a last wave over half full (2560^3: 68 of 132), four waves or more, less
-    # than one, and the report's square and llm shapes.
+    # Four whole waves: 4224^3 is 33 x 17 tiles, four waves and 33; the first launch 31 x 17.
+    assert rows(4224, 4224, 4224) == 31 * 128
+    assert rows(4352, 4352, 4352) == 31 * 128       # 34 x 17: four waves and 50
+    assert rows(4736, 4096, 4096) == 33 * 128       # 37 x 16: four waves and 64 (48%)
+    assert rows(2176, 8192, 4096, b_layout="col") == 16 * 128   # 17 x 32: four and 16
+    # One launch: a last wave over half full (2560^3: 68 of 132), five waves or more, less
+    # than one, B wider than 8192 columns (the second launch reads all of it again), and the
+    # report's square and llm shapes.
     for m, n, k in ((2560, 2560, 2560), (2816, 2816, 2816), (4608, 4608, 4608),
+                    (4800, 4800, 4800), (5376, 4096, 4096),
+                    (896, 11008, 4096), (1664, 11008, 4096), (512, 28672, 8192),
                     (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
                     (2048, 4096, 4096), (2048, 8192, 28672), (2048, 11008, 4096),
                     (8192, 4096, 11008)):
         assert rows(m, n, k) is None, (m, n, k)
+    # At 8192 columns B is still narrow enough: 6 x 32 tiles, a wave and 60.
+    assert rows(768, 8192, 4096) == 4 * 128
+
     # tf32 too (B staged K-major or not), not 3xTF32 (not measured), not beside a thin
     # fringe's core (4097^3), not batched, not off Hopper.
     assert rows(2208, 2208, 2208, "tf32", torch.float32) == 14 * 128

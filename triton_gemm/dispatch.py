@@ -430,8 +430,8 @@ def _fringe_core(m: int, n: int, sms: int, cut_rows: bool,
 
 
 # A last wave of 128x256 tiles at most WAVE_CUT_MAX_FILL full leaves most SMs idle for a
-# whole tile's time. Where the output takes fewer than WAVE_CUT_MAX_WAVES waves that is a
-# large share of the call, so the persistent kernel runs the rows of whole waves first and
+# whole tile's time. Where the output has fewer than WAVE_CUT_MAX_WAVES whole waves that is
+# a large share of the call, so the persistent kernel runs the rows of whole waves first and
 # the rest as a second product with its own tuned tile (smaller tiles, spread over the SMs).
 # perf/plans.py, H100, fp16, GPU time after an L2 flush, us, cut against one launch (cuBLAS;
 # twenty-seventh session): 2208^3 45.2 vs 51.2 (36.1), 2400^3 49.4 vs 54.0 (49.8), 3008^3
@@ -442,18 +442,36 @@ def _fringe_core(m: int, n: int, sms: int, cut_rows: bool,
 # (path auto_wave_cut against auto, cuBLAS tf32): 2208^3 95.4 vs 106.7 (94.8), 2400^3 107.0
 # vs 116.9 (94.5), 3008^3 192.2 vs 205.5 (204.8), 3200^3 215.0 vs 227.4 (215.1),
 # 2304x4096x4096 nt 219.4 vs 246.9 (208.7), 1280x8192x4096 nt 255.3 vs 259.1 (227.2).
-# Where the last wave is fuller, or there are more waves, the cut lost or changed nothing
-# (a probe of the same cut, not kept): 2560^3 (a wave and 68 tiles) 62.4 vs 59.6, 2816^3
-# 68.5 vs 66.1, 4608^3 (four waves and 120) 275.6 vs 274.8, 5120^3 (six and 8) 397.8 vs
-# 397.4, 5632^3 (seven and 44) 521.1 vs 523.2. The stream-K kernel, meant for these, was
-# slower still (kernels/streamk.py).
-WAVE_CUT_MAX_WAVES = 4
+# Where the last wave is fuller, the cut lost or changed nothing (a probe of the same cut,
+# not kept): 2560^3 (a wave and 68 tiles) 62.4 vs 59.6, 2816^3 68.5 vs 66.1, 4608^3 (four
+# waves and 120) 275.6 vs 274.8. The stream-K kernel, meant for these, was slower still
+# (kernels/streamk.py).
+# Four whole waves gain too (twenty-eighth session, fp16 unless said): 4224^3 (four waves
+# and 33 tiles) 216.7 vs 234.4 (215.9), bf16 212.5 vs 227.0 (211.2), tf32 472.1 vs 501.2
+# (510.9); 4352^3 228.9 vs 244.4 (223.0), bf16 226.5 vs 234.2 (217.2); 4480x4096x4096
+# 209.5 vs 225.3 (213.5), 4608x4096x4096 221.0 vs 228.9 (214.8), 4736x4096x4096 (a last
+# wave 48% full) 221.0 vs 229.2 (232.8); 2176x8192x4096 nt 220.0 vs 229.5 (212.3). Five
+# waves were mixed (5376 / 5504 / 5632 x 4096 x 4096 256.1 / 269.8 / 264.9 vs 268.9 /
+# 271.7 / 273.7, 4800^3 332.8 vs 325.8) and more waves gained little (6528 / 6656 x 4096 x
+# 4096 322.0 / 316.8 vs 326.0 / 322.2; twenty-seventh session, 5120^3 (six waves and 8)
+# 397.8 vs 397.4, 5632^3 (seven and 44) 521.1 vs 523.2), so the cut stops at four.
+WAVE_CUT_MAX_WAVES = 5
 WAVE_CUT_MAX_FILL = 0.5
+# The second launch reads all of B again, which outlasts the idle SMs it saves where B is
+# wide (twenty-eighth session, fp16 nt, us, cut vs one launch, cuBLAS): 896x11008x4096
+# 135.2 vs 128.3 (119.6), 1280x11008x4096 189.2 vs 181.5 (158.8), 1664x11008x4096 233.1
+# vs 227.7 (212.2), 512x28672x8192 458.5 vs 365.0 (336.4), 640x28672x8192 529.0 vs 460.1
+# (428.8). Every measured gain has at most 8192 columns (1280x8192x4096 and
+# 2176x8192x4096 above).
+WAVE_CUT_MAX_N = 8192
 
 
 def _wave_rows(m: int, n: int, sms: int) -> int | None:
     """Rows of an m x n output that fill whole waves of 128x256 tiles on sms SMs, where
-    cutting the rest off pays (see WAVE_CUT_MAX_WAVES); None where it does not."""
+    cutting the rest off pays (see WAVE_CUT_MAX_WAVES and WAVE_CUT_MAX_N); None where it
+    does not."""
+    if n > WAVE_CUT_MAX_N:
+        return None
     cols = -(-n // 256)
     full, rest = divmod(-(-m // 128) * cols, sms)
     if not (1 <= full < WAVE_CUT_MAX_WAVES and 0 < rest <= WAVE_CUT_MAX_FILL * sms):
