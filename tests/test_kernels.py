@@ -2,6 +2,8 @@
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from conftest import DEVICE, gpu_only, randn, requires_kernels
 from triton_gemm.tolerances import assert_close, rel_error
@@ -300,6 +302,58 @@ def test_persistent_grid_gives_every_program_work_and_every_tile_a_program(half_
         assert grid >= 2 * tail and grid <= sms, label
     assert persistent.programs(128, 128, 1000, 1000, sms, True) == 64
     assert persistent.programs(128, 256, 1000, 1000, sms, True) == 64  # 32 tiles as halves
+
+
+@triton.jit
+def _tile_origins(out_ptr, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """out[tile] = persistent.tile_origin(tile) for every tile, in 1 x 1 tiles."""
+    for tile in range(num_pid_m * num_pid_n):
+        off_m, off_n = persistent.tile_origin(tile, num_pid_m, num_pid_n, 1, 1, GROUP_M)
+        tl.store(out_ptr + 2 * tile, off_m)
+        tl.store(out_ptr + 2 * tile + 1, off_n)
+
+
+def _group_heights(order: list, cols: int) -> list:
+    """Heights of the groups a tile order walks, checking that each group takes its rows
+    of tiles a column at a time: tile j of a group of h rows from row r is (r + j % h,
+    j // h)."""
+    heights, start = [], 0
+    while start < len(order):
+        first = order[start][0]
+        height = 1
+        while start + height < len(order) and order[start + height][1] == 0:
+            height += 1
+        group = order[start:start + height * cols]
+        assert group == [[first + j % height, j // height] for j in range(height * cols)]
+        heights.append(height)
+        start += height * cols
+    return heights
+
+
+@requires_kernels
+def test_tile_order_walks_even_groups_of_rows():
+    """persistent.tile_origin runs every tile once, in groups of rows of tiles at most
+    GROUP_M tall, as few as that allows, as tall as one another but the last (a few rows
+    shorter at most). Groups of 8 once cut 10 rows of tiles as 8 + 2: the last group read
+    all of B again for two rows (1280x11008x4096 fp16 181 us against 172 in one group)."""
+    expected = {(10, 8): [5, 5], (9, 16): [9], (10, 16): [10], (17, 16): [9, 8],
+                (17, 8): [6, 6, 5], (33, 16): [11, 11, 11], (32, 16): [16, 16],
+                (1, 16): [1], (49, 16): [13, 13, 13, 10]}
+    for (rows, group_m), heights in expected.items():
+        for cols in (2, 3, 43):  # one column would hide where groups end
+            out = torch.full((rows * cols, 2), -1, dtype=torch.int32, device=DEVICE)
+            _tile_origins[(1,)](out, rows, cols, group_m)
+            order = out.tolist()
+            label = (rows, cols, group_m)
+            every_tile = [[r, c] for r in range(rows) for c in range(cols)]
+            assert sorted(order) == every_tile, label
+            got = _group_heights(order, cols)
+            assert got == heights, label
+            assert max(got) <= group_m and len(got) == -(-rows // group_m), label
+            assert all(h == got[0] for h in got[:-1]), label
+            assert got[-1] > got[0] - len(got), label
+    assert configs.persistent_group_m(128, 256) == 16
+    assert configs.persistent_group_m(256, 128) == configs.persistent_group_m(128, 128) == 8
 
 
 def test_split_flush_interval_is_at_least_two_k_steps_of_every_split_tile():

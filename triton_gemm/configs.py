@@ -334,6 +334,23 @@ GEMV_MAX_STEP = max(32 * w * u for _, _, w, u in GEMV_TILES)
 # 320.9 / 290.8 / 274.2 / 271.2 / 271.9 (269.3). 8 to 32 agree within the rounds' spread
 # (a probe, not kept, nineteenth session); the plain kernel's grouping was not re-measured.
 GROUP_M = 8
+# The persistent kernel's groups (persistent.tile_origin): as even as can be, at most
+# persistent_group_m rows of tiles. A wave of 132 tiles of BM x BN, r rows of tiles tall,
+# loads r * BM + 132 / r * BN rows of A and B per K step: fewest at r = sqrt(132 * BN / BM),
+# 16 for 128x256 tiles, 8 for 256x128. Even groups: 1152 / 1280 / 1664 x 11008 x 4096 fp16
+# nt have 9 / 10 / 13 rows of 128x256 tiles, which groups of 8 cut as 8 + 1, 8 + 2, 8 + 5,
+# the last group reading all of B again. perf/tile_probe.py, p_128x256x64_sub, H100, L2
+# flushed, three interleaved rounds, median us (cuBLAS), groups of 8 as before against one
+# group (16): 147.6 / 181.3 / 223.4 against 139.6 / 171.7 / 220.1 (145.7 / 160.1 / 212.3);
+# in another run even groups of 8 (5 + 5, 7 + 6) against one group: 1280 176.9 vs 173.4
+# (160.4), 1664 223.7 vs 220.8 (214.5); 2176x8192x4096 nt (17 rows) 6 + 6 + 5 vs 9 + 8
+# 222.1 vs 219.5 (219.0). Larger products moved within the run's noise (4096^3 tf32 nt
+# 371.6 vs 366.5, 8192^3 bf16 1634.9 vs 1576.4, 8192x28672x8192 nt fp16 5854 vs 5479,
+# 2048x28672x8192 nt fp16 1440 vs 1526, their rounds 5-15% apart; twenty-ninth session),
+# as did 16 against 8 in the nineteenth (see GROUP_M). Other tiles keep 8 (128x128 3xTF32
+# at 4096^3 1553 us in groups of 8 against 1613 in 16, rounds overlapping).
+def persistent_group_m(bm: int, bn: int) -> int:
+    return 16 if bn >= 2 * bm else GROUP_M
 
 # The fixed config the Triton interpreter runs (no timing there): small, so a CPU
 # test of a 128^3 product takes seconds.
@@ -431,7 +448,8 @@ def streamk_configs(family: str) -> list[triton.Config]:
 
 
 def persistent_config(bm, bn, bk, warps, stages, subtile, warp_specialize=False):
-    return triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": GROUP_M,
+    group_m = persistent_group_m(bm, bn)
+    return triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": group_m,
                           "EPILOGUE_SUBTILE": subtile, "WARP_SPECIALIZE": warp_specialize},
                          num_warps=warps, num_stages=stages)
 

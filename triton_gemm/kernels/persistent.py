@@ -96,11 +96,15 @@ def set_block_shapes(args: tuple, kwargs: dict) -> None:
 @triton.jit
 def tile_origin(tile, num_pid_m, num_pid_n, BM: tl.constexpr, BN: tl.constexpr,
                 GROUP_M: tl.constexpr):
-    """(row, column) of tile `tile`'s first element in grouped order: GROUP_M rows of tiles
-    in turn, so tiles running together share their B tiles in L2."""
-    tiles_per_group = GROUP_M * num_pid_n
-    first_m = (tile // tiles_per_group) * GROUP_M
-    group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
+    """(row, column) of tile `tile`'s first element in grouped order: the rows of tiles in
+    groups of at most GROUP_M, each group walked a column of tiles at a time, so tiles
+    running together share their A and B tiles in L2. The groups are as tall as one
+    another (the last at most a few rows shorter): a last group of one or two rows of
+    tiles reads all of B again for them (configs.persistent_group_m)."""
+    height = tl.cdiv(num_pid_m, tl.cdiv(num_pid_m, GROUP_M))
+    tiles_per_group = height * num_pid_n
+    first_m = (tile // tiles_per_group) * height
+    group_rows = tl.minimum(num_pid_m - first_m, height)
     off_m = (first_m + (tile % tiles_per_group) % group_rows) * BM
     off_n = ((tile % tiles_per_group) // group_rows) * BN
     return off_m, off_n
