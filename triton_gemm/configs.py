@@ -333,6 +333,7 @@ GEMV_MAX_STEP = max(32 * w * u for _, _, w, u in GEMV_TILES)
 # (182.8); 8192^3 fp16 1806 / 1692 / 1671 / 1660 / 1684 (1678); 2048x11008x4096 nt fp16
 # 320.9 / 290.8 / 274.2 / 271.2 / 271.9 (269.3). 8 to 32 agree within the rounds' spread
 # (a probe, not kept, nineteenth session); the plain kernel's grouping was not re-measured.
+# The plain kernel groups by this; the persistent kernel by persistent_group_m below.
 GROUP_M = 8
 # The persistent kernel's groups (persistent.tile_origin): as even as can be, at most
 # persistent_group_m rows of tiles. A wave of 132 tiles of BM x BN, r rows of tiles tall,
