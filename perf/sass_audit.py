@@ -77,9 +77,10 @@ def _compile(kernel, signature: dict, const: dict, divisible, warps: int, stages
 
 def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = True,
                    split: bool = False, half_tail: bool = False, a_m_major: bool = False,
-                   d_row: bool = False):
+                   d_row: bool = False, planes: bool = False):
     """Compile one config for sm_90 the way the GPU specialises it: host TMA descriptors
-    with the config's block shapes (A row-major, or M-major with a_m_major; B K-major; C's
+    with the config's block shapes (A row-major, M-major with a_m_major, or read as two
+    planes of rows with planes, its C's descriptor too: persistent.a_planes; B K-major; C's
     without c_tma, the remainders' without split and the tail's without half_tail are
     None), pointers and sizes divisible by 16 (stride_cm not, for a pointer-stored C), and
     (the costly case) a D with unit column stride, one row broadcast with d_row (a bias,
@@ -87,9 +88,9 @@ def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = 
     _, bm, bn, bk, warps, stages, subtile, *ws = tile
     sig = {"c_ptr": f"*{dtype}", "d_ptr": f"*{dtype}",
            "a_desc": f"tensordesc<{dtype}[{bk}, {bm}]>" if a_m_major
-           else f"tensordesc<{dtype}[{bm}, {bk}]>",
+           else f"tensordesc<{dtype}[{'1, ' * planes}{bm}, {bk}]>",
            "b_desc": f"tensordesc<{dtype}[{bn}, {bk}]>",
-           "c_desc": f"tensordesc<{dtype}[{bm}, {bn // 2 if subtile else bn}]>",
+           "c_desc": f"tensordesc<{dtype}[{'1, ' * planes}{bm}, {bn // 2 if subtile else bn}]>",
            "alo_desc": f"tensordesc<{dtype}[{bm}, {bk}]>",
            "blo_desc": f"tensordesc<{dtype}[{bn}, {bk}]>",
            "bt_desc": f"tensordesc<{dtype}[{bn // 2}, {bk}]>",
@@ -99,6 +100,8 @@ def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = 
     const = dict(PRECISION=precision, HAS_D=has_d, D_ROW=has_d and d_row, A_M_MAJOR=a_m_major,
                  B_K_MAJOR=True, UPCAST=False, NUM_SMS=132, C_TMA=c_tma, ACTIVATION=0, SPLIT=split,
                  HI_FLUSH_K=64 if split else 0, HALF_TAIL=half_tail,
+                 A_PLANES=2 if planes else 1, K_SHIFT=(16 // (4 if dtype == "fp32" else 2)
+                                                       if planes else 0),
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,
                  WARP_SPECIALIZE=bool(ws and ws[0]), DEPENDENT=True)
     if has_d:
@@ -133,18 +136,19 @@ def compile_plain(dtype: str, precision: str, config, b_k_major: bool, has_d: bo
                     arch)
 
 
-# (dtype, precision, split, A M-major) each persistent family's launches compile. 16-bit
+# (dtype, precision, split, A layout) each persistent family's launches compile. 16-bit
 # operands pass "tf32", which tl.dot ignores for them (common.dot_precision); A comes
-# M-major only for them, and bf16 and fp16 take the same shared memory, so bf16's M-major A
-# is left out.
-_HALF = [("fp16", "tf32", False, False), ("fp16", "tf32", False, True),
-         ("bf16", "tf32", False, False)]
+# M-major ("m") only for them, and bf16 and fp16 take the same shared memory, so bf16's
+# M-major A and planes of rows (persistent.a_planes) are left out.
+_HALF = [("fp16", "tf32", False, "row"), ("fp16", "tf32", False, "m"),
+         ("bf16", "tf32", False, "row"), ("fp16", "tf32", False, "planes")]
 VARIANTS = {
     "half": _HALF,
     "half_mid": _HALF,
-    "tf32": [("fp32", "tf32", False, False), ("fp32", "tf32x3", False, False)],
-    "tf32_mid": [("fp32", "tf32", False, False)],
-    "split": [("fp32", "tf32x3", True, False)],
+    "tf32": [("fp32", "tf32", False, "row"), ("fp32", "tf32x3", False, "row"),
+             ("fp32", "tf32", False, "planes")],
+    "tf32_mid": [("fp32", "tf32", False, "row"), ("fp32", "tf32", False, "planes")],
+    "split": [("fp32", "tf32x3", True, "row")],
 }
 EPILOGUES = {"none": (False, False), "d": (True, False), "d_row": (True, True)}
 # The plain kernel's tensor-core families (simt is FMA) and their (dtype, precision); bf16
@@ -161,21 +165,24 @@ def _shown(dtype: str, precision: str) -> str:
 
 def persistent_cases(families):
     """One dict per compile: every tile x variant x epilogue x C store x half-width tail
-    (the tail only where the family runs one: HALF_TAIL_FAMILIES, BN >= HALF_TAIL_MIN_BN)."""
+    (the tail only where the family runs one: HALF_TAIL_FAMILIES, BN >= HALF_TAIL_MIN_BN;
+    never with planes of rows, nor those with a matrix D)."""
     for family in families:
         for tile in configs.persistent_tiles(family):
-            tails = (False, True) if (family in HALF_TAIL_FAMILIES
-                                      and tile[2] >= HALF_TAIL_MIN_BN.value) else (False,)
-            for dtype, precision, split, a_m_major in VARIANTS[family]:
+            for dtype, precision, split, a_layout in VARIANTS[family]:
+                tails = (False, True) if (family in HALF_TAIL_FAMILIES and a_layout != "planes"
+                                          and tile[2] >= HALF_TAIL_MIN_BN.value) else (False,)
                 for epilogue, (has_d, d_row) in EPILOGUES.items():
+                    if a_layout == "planes" and has_d and not d_row:
+                        continue  # a matrix D runs A as one plane (persistent.a_planes)
                     for c_tma in (True, False):
                         for half_tail in tails:
                             args = (dtype, precision, tile, has_d, c_tma, split, half_tail,
-                                    a_m_major, d_row)
+                                    a_layout == "m", d_row, a_layout == "planes")
                             yield dict(kernel="persistent", family=family, tile=tile[0],
                                        bm=tile[1], dtype=dtype,
                                        precision=_shown(dtype, precision),
-                                       a_m_major=a_m_major, b_layout="k", epilogue=epilogue,
+                                       a_layout=a_layout, b_layout="k", epilogue=epilogue,
                                        c_tma=c_tma, half_tail=half_tail,
                                        _compile=lambda args=args: compile_config(*args))
 
@@ -192,7 +199,7 @@ def plain_cases(families, arch: str):
                                    tile=configs.config_name(config, family),
                                    bm=config.kwargs["BM"], dtype=dtype,
                                    precision=_shown(dtype, precision),
-                                   a_m_major=False, b_layout="k" if b_k_major else "row",
+                                   a_layout="row", b_layout="k" if b_k_major else "row",
                                    epilogue="d" if has_d else "none", c_tma=False,
                                    half_tail=False, _compile=lambda args=args: compile_plain(*args))
 
@@ -298,7 +305,7 @@ def problems(df: pd.DataFrame) -> list[str]:
 def markdown(df: pd.DataFrame) -> str:
     """One row per kernel, tile and variant: the worst case over its epilogues, C stores,
     B layouts and tails, and which of those cases spill."""
-    keys = ["kernel", "family", "tile", "dtype", "precision", "a_m_major"]
+    keys = ["kernel", "family", "tile", "dtype", "precision", "a_layout"]
 
     def spilling(stores: pd.Series) -> str:
         cases = df.loc[stores.index]

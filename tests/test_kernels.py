@@ -432,6 +432,67 @@ def test_a_one_row_d_takes_the_vector_epilogue(monkeypatch):
     assert seen == [True, True, True, False, False, False]
 
 
+PLANE_CASES = [(torch.float16, "half", False), (torch.bfloat16, "half", True),
+               (torch.float32, "tf32", True), (torch.float32, "tf32x3", True)]
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision,b_k_major", PLANE_CASES,
+                         ids=[f"{dt}-{p}-{'kmajor' if km else 'row'}".replace("torch.", "")
+                              for dt, p, km in PLANE_CASES])
+def test_persistent_reads_an_a_off_a_sector_as_two_planes(dtype, precision, b_k_major,
+                                                          monkeypatch):
+    """A row-major A whose rows are 16 bytes off a 32-byte sector (fp16 K = 8 mod 16, fp32
+    K = 4 mod 8) runs as planes of even and odd rows (A_PLANES), the odd rows' K steps 16
+    bytes early: exact over ragged tiles, with a bias or no D, TMA- and pointer-stored; a
+    matrix D (which runs one plane), an odd M, a sector-aligned pitch and the split kernel
+    do not."""
+    m, n, k = (300, 270, 200) if DEVICE == "cuda" else (90, 45, 40)
+    if dtype == torch.float32:
+        k -= 4  # 784 / 144 bytes a row
+    seen = []
+    real_launch = persistent.launch
+
+    def spy(kernel, tuner, grid, args, meta, *rest, **kwargs):
+        seen.append((meta["A_PLANES"], meta["K_SHIFT"]))
+        return real_launch(kernel, tuner, grid, args, meta, *rest, **kwargs)
+    monkeypatch.setattr(persistent, "launch", spy)
+    a = aligned(m, k, dtype)
+    assert (a.stride(0) * a.element_size()) % 32 == 16
+    b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
+    for d_kind, pad in (("bias", 0), ("matrix", 1), (None, 1), ("bias", 1)):
+        d = {"bias": randn(n, dtype=dtype), "matrix": randn(m, n, dtype=dtype),
+             None: None}[d_kind]
+        storage = torch.full((m, n + pad), float("nan"), dtype=dtype, device=a.device)
+        out = storage[:, :n]  # pad 1: no TMA store
+        persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision)
+        ref = -(a.double() @ b.double()).cpu()
+        if d is not None:
+            ref += 2.0 * d.double().cpu()
+        label = f"planes, D {d_kind}, row pad {pad}"
+        assert_close(out, ref, dtype, None if precision == "half" else precision, label)
+        if pad:
+            assert torch.isnan(storage[:, n:]).all()
+    planes = (2, 16 // a.element_size())
+    assert seen == [planes, (1, 0), planes, planes]
+    assert persistent.a_planes(a[1:]) == 1  # odd M
+    assert persistent.a_planes(aligned(m, 2 * k, dtype)) == 1  # rows on a sector
+    assert persistent.a_planes(a, split=True) == 1
+    assert persistent.a_planes(aligned(k, m, dtype).t()) == 1  # M-major
+
+
+def test_persistent_grid_covers_every_tile_of_both_planes():
+    """programs() with planes: each plane's rows tile apart (M / 2 rows in BM tiles)."""
+    sms = 132
+    for bm, bn in ((128, 128), (128, 256), (64, 128)):
+        for m in (2, 250, 258, 1000, 4104):
+            for n in (64, 1000, 4096):
+                tiles = 2 * -(-(m // 2) // bm) * -(-n // bn)
+                assert persistent.programs(bm, bn, m, n, sms, False, 2) == min(sms, tiles)
+    # 258 rows: 129 a plane, two rows of 128-row tiles each (4 in all; 3 for 258 as one)
+    assert persistent.programs(128, 128, 258, 128, sms, False, 2) == 4
+
+
 def test_every_persistent_config_has_a_measured_shared_memory_size():
     """Both C stores and the three epilogues measured; every config runs TMA-stored on the
     H100, and whatever the epilogue, some config of each family fits (the defaults, which

@@ -827,6 +827,7 @@ def wide_when_a_wave(configs_in, m: int, n: int, sms: int | None, family: str) -
 # not run with one; D_ROW (persistent kernels: D one row broadcast, a bias, read as a vector)
 # needs less of it.
 # C_TMA (persistent kernel): a TMA or a pointer store of C, tuned apart. HI_FLUSH_K (the
-# persistent split kernel's accumulator flush) changes within a K bucket.
+# persistent split kernel's accumulator flush) changes within a K bucket. A_PLANES (the
+# persistent kernel reading A as even and odd rows) walks other tiles.
 TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D", "D_ROW",
-              "C_TMA", "HI_FLUSH_K"]
+              "C_TMA", "HI_FLUSH_K", "A_PLANES"]

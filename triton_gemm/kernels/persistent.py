@@ -39,11 +39,13 @@ from .epilogue import finish
 TMA_ALIGN_BYTES = 16
 
 
-def tma_descriptors(a, b, out, c_tma: bool, lo=None, half_tail: bool = False) -> tuple:
+def tma_descriptors(a, b, out, c_tma: bool, lo=None, half_tail: bool = False,
+                    planes: int = 1) -> tuple:
     """Host TMA descriptors (A, B, C or None without c_tma, A lo, B lo or None without lo,
     then B and C again for the half-width tail tiles, or None without half_tail) for the
     kernel's leading arguments. Their block shapes depend on the config and are set by
-    set_block_shapes before each launch.
+    set_block_shapes before each launch. planes = 2 (a_planes): A and C as (2, M / 2, K)
+    and (2, M / 2, N), their even rows then their odd rows.
 
     Why host descriptors: built in the kernel (tl.make_tensor_descriptor), each program
     first writes its descriptors to global memory and fences them, ~3 us at the start of
@@ -52,17 +54,22 @@ def tma_descriptors(a, b, out, c_tma: bool, lo=None, half_tail: bool = False) ->
     128x64x64 9.9 -> 6.2 (5.7), 2048^3 128x256x64 29.0 -> 27.3 (25.8), 4096^3 217 -> 216."""
     def desc(t, rows_by_cols):
         return TensorDescriptor(t, list(rows_by_cols), [t.stride(0), 1], _PLACEHOLDER_BLOCK)
+
+    def planes_desc(t, cols):  # (parity, row pair, column)
+        return TensorDescriptor(t, [2, t.shape[0] // 2, cols], [t.stride(0), 2 * t.stride(0), 1],
+                                [1, *_PLACEHOLDER_BLOCK])
     m, k = a.shape
     n = b.shape[1]
     k_major = _b_k_major(b)
     # An M-major A goes as its (K, M) row-major transpose.
-    a_desc = desc(a.T, (k, m)) if _a_m_major(a) else desc(a, (m, k))
+    a_desc = (planes_desc(a, k) if planes == 2 else desc(a.T, (k, m)) if _a_m_major(a)
+              else desc(a, (m, k)))
 
     def b_desc():  # a K-major B goes as its (N, K) row-major transpose
         return desc(b.T, (n, k)) if k_major else desc(b, (k, n))
 
     def c_desc():
-        return desc(out, (m, n)) if c_tma else None
+        return None if not c_tma else planes_desc(out, n) if planes == 2 else desc(out, (m, n))
     lo_descs = ((None, None) if lo is None
                 else (desc(lo[0], (m, k)), desc(lo[1].T, (n, k))))
     tail = (b_desc(), c_desc()) if half_tail else (None, None)
@@ -76,15 +83,17 @@ _PLACEHOLDER_BLOCK = [16, 16]
 def set_block_shapes(args: tuple, kwargs: dict) -> None:
     """Give the descriptors among a launch's leading arguments (tma_descriptors' order) the
     block shapes of its config (kwargs: BM, BN, BK, A_M_MAJOR, B_K_MAJOR, EPILOGUE_SUBTILE,
-    and HALF_TAIL where the tail's B and C are arguments 5 and 6): triton compiles a kernel
-    for the block shape of each descriptor argument."""
+    and HALF_TAIL where the tail's B and C are arguments 5 and 6, A_PLANES): triton compiles
+    a kernel for the block shape of each descriptor argument."""
     bm, bn, bk = kwargs["BM"], kwargs["BN"], kwargs["BK"]
+    plane = [1] if kwargs.get("A_PLANES", 1) == 2 else []  # one row of a plane
 
     def shape(b_desc, c_desc, width):
         b_desc.block_shape = [width, bk] if kwargs["B_K_MAJOR"] else [bk, width]
         if c_desc is not None:
-            c_desc.block_shape = [bm, width // 2] if kwargs["EPILOGUE_SUBTILE"] else [bm, width]
-    args[0].block_shape = [bk, bm] if kwargs["A_M_MAJOR"] else [bm, bk]
+            c_desc.block_shape = plane + ([bm, width // 2] if kwargs["EPILOGUE_SUBTILE"]
+                                          else [bm, width])
+    args[0].block_shape = [bk, bm] if kwargs["A_M_MAJOR"] else plane + [bm, bk]
     shape(args[1], args[2], bn)
     for lo_desc in args[3:5]:  # the 3xTF32 remainders, (M, K) and (N, K) like A and B
         if isinstance(lo_desc, TensorDescriptor):
@@ -114,13 +123,15 @@ def tile_origin(tile, num_pid_m, num_pid_n, BM: tl.constexpr, BN: tl.constexpr,
 def store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm, stride_dn,
                alpha, beta, HAS_D: tl.constexpr, D_ROW: tl.constexpr, ACTIVATION: tl.constexpr,
                C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr,
-               BN: tl.constexpr):
+               BN: tl.constexpr, plane=0, A_PLANES: tl.constexpr = 1):
     """The epilogue of one fp32 tile: alpha, beta * D and the activation, then C stored by
     TMA (in two BN/2 halves with EPILOGUE_SUBTILE) or, without C_TMA, by masked pointers.
-    D_ROW: D's rows are all one row (stride_dm == 0, a bias), read once as a BN vector."""
+    D_ROW: D's rows are all one row (stride_dm == 0, a bias), read once as a BN vector.
+    A_PLANES = 2: the tile holds rows plane, plane + 2, ... from row 2 * off_m + plane, and
+    c_desc is C's (parity, row pair, column) descriptor."""
     dtype = c_ptr.dtype.element_ty
     acc = acc * alpha
-    offs_m = off_m + tl.arange(0, BM)
+    offs_m = A_PLANES * (off_m + tl.arange(0, BM)) + plane
     offs_n = off_n + tl.arange(0, BN)
     inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     if D_ROW:
@@ -137,10 +148,20 @@ def store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_
     elif EPILOGUE_SUBTILE:
         halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
         left, right = tl.split(halves)
-        c_desc.store([off_m, off_n], left.to(dtype))
-        c_desc.store([off_m, off_n + BN // 2], right.to(dtype))
+        store_block(c_desc, off_m, off_n, left.to(dtype), plane, A_PLANES)
+        store_block(c_desc, off_m, off_n + BN // 2, right.to(dtype), plane, A_PLANES)
     else:
-        c_desc.store([off_m, off_n], acc.to(dtype))
+        store_block(c_desc, off_m, off_n, acc.to(dtype), plane, A_PLANES)
+
+
+@triton.jit
+def store_block(c_desc, off_m, off_n, block, plane, A_PLANES: tl.constexpr):
+    """A TMA store of block at (off_m, off_n), of plane `plane` where A_PLANES = 2."""
+    if A_PLANES == 2:
+        c_desc.store([plane, off_m, off_n],
+                     tl.reshape(block, (1, block.shape[0], block.shape[1])))
+    else:
+        c_desc.store([off_m, off_n], block)
 
 
 @triton.jit
@@ -157,17 +178,23 @@ def k_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, PRECISION: tl.constex
 
 @triton.jit
 def load_step(a_desc, b_desc, off_m, off_n, ki, A_M_MAJOR: tl.constexpr,
-              B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, BK: tl.constexpr):
-    """(A, B) tiles of K step ki, A as (BM, BK) and B as (BK, BN) whatever their layouts;
-    fp32 with UPCAST (the interpreter's dot takes no bf16)."""
-    if A_M_MAJOR:
-        a = a_desc.load([ki * BK, off_m]).T
+              B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, BK: tl.constexpr, plane=0,
+              k_shift=0, A_PLANES: tl.constexpr = 1):
+    """(A, B) tiles of K step ki from column ki * BK - k_shift, A as (BM, BK) and B as
+    (BK, BN) whatever their layouts; fp32 with UPCAST (the interpreter's dot takes no bf16).
+    A_PLANES = 2: A's tile from plane `plane` of its (parity, row pair, K) descriptor."""
+    k = ki * BK - k_shift
+    if A_PLANES == 2:
+        a = a_desc.load([plane, off_m, k])
+        a = tl.reshape(a, (a.shape[1], a.shape[2]))
+    elif A_M_MAJOR:
+        a = a_desc.load([k, off_m]).T
     else:
-        a = a_desc.load([off_m, ki * BK])
+        a = a_desc.load([off_m, k])
     if B_K_MAJOR:
-        b = b_desc.load([off_n, ki * BK]).T
+        b = b_desc.load([off_n, k]).T
     else:
-        b = b_desc.load([ki * BK, off_n])
+        b = b_desc.load([k, off_n])
     if UPCAST:
         a = a.to(tl.float32)
         b = b.to(tl.float32)
@@ -185,7 +212,7 @@ def _persistent_kernel(
     B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
     SPLIT: tl.constexpr, HI_FLUSH_K: tl.constexpr, HALF_TAIL: tl.constexpr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+    A_PLANES: tl.constexpr, K_SHIFT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, DEPENDENT: tl.constexpr,
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K) @ B (+ beta * D).
@@ -208,9 +235,14 @@ def _persistent_kernel(
     whole wave, when at most half a wave, run as twice as many BM x BN/2 tiles (bt_desc,
     ct_desc: B and C with those blocks), so that last wave takes about half as long
     (half_tail_tiles).
+    A_PLANES = 2 (a_planes; not with SPLIT, HALF_TAIL or A_M_MAJOR): a_desc and c_desc
+    hold A's and C's even rows, then their odd rows; each tile takes rows of one parity,
+    and an odd tile's K steps start K_SHIFT columns early (the columns before 0 read as
+    zero, in A and B alike), where its rows' boxes start on a 32-byte sector.
     DEPENDENT: see common.dependent_launch.
     """
     tl.static_assert(not (SPLIT and HALF_TAIL))
+    tl.static_assert(A_PLANES == 1 or not (SPLIT or HALF_TAIL or A_M_MAJOR))
     if SPLIT:
         # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
         # dot(a, b, acc): every add in the tensor core again.
@@ -218,9 +250,12 @@ def _persistent_kernel(
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
 
-    num_pid_m = tl.cdiv(M, BM)
+    plane_tiles = tl.cdiv(tl.cdiv(M, A_PLANES), BM)  # rows of tiles per plane
+    num_pid_m = A_PLANES * plane_tiles
     num_pid_n = tl.cdiv(N, BN)
-    k_tiles = tl.cdiv(K, BK)
+    # One trip count for every tile: a loop-invariant one lets the compiler flatten the
+    # loops (a count per parity made it run each tile's pipeline apart).
+    k_tiles = tl.cdiv(K + K_SHIFT, BK)
     num_tiles = num_pid_m * num_pid_n
     tail = 0
     if HALF_TAIL and BN >= HALF_TAIL_MIN_BN:
@@ -232,13 +267,19 @@ def _persistent_kernel(
                          flatten=not WARP_SPECIALIZE,
                          warp_specialize=WARP_SPECIALIZE):
         off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        plane = 0
+        if A_PLANES == 2:
+            # Planes one after the other: as fast as alternating them by rows of tiles,
+            # or faster (probes, README "TMA rows off a sector").
+            plane = off_m // BM // plane_tiles
+            off_m -= plane * plane_tiles * BM
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         if SPLIT:
             hi_acc = tl.zeros((BM, BN), dtype=tl.float32)
             lo_acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(k_tiles):
             a, b = load_step(a_desc, b_desc, off_m, off_n, ki, A_M_MAJOR, B_K_MAJOR, UPCAST,
-                             BK)
+                             BK, plane, plane * K_SHIFT, A_PLANES)
             if SPLIT:
                 # The tensor core truncates each add into its accumulator: over a whole K
                 # loop of hi x hi products that bias grew to 9.6e-6 relative error at
@@ -266,7 +307,7 @@ def _persistent_kernel(
             acc += hi_acc + tl.where(tl.abs(lo_acc) < float("inf"), lo_acc, 0.0)
         store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                    stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, EPILOGUE_SUBTILE,
-                   BM, BN)
+                   BM, BN, plane, A_PLANES)
 
     if HALF_TAIL and BN >= HALF_TAIL_MIN_BN:
         # The tail's halves, one per program at most (2 * tail <= NUM_SMS).
@@ -346,13 +387,15 @@ def _halves_run(config, m: int, n: int, sms: int) -> bool:
     return _tail_tiles(config.kwargs["BM"], config.kwargs["BN"], m, n, sms) > 0
 
 
-def programs(bm: int, bn: int, m: int, n: int, sms: int, half_tail: bool) -> int:
+def programs(bm: int, bn: int, m: int, n: int, sms: int, half_tail: bool,
+             planes: int = 1) -> int:
     """The launch's grid: a program per whole tile up to sms, or one per tail half where
     there are more of those. No idle programs: with HALF_TAIL on for the tuner's 128x256
     tiles, the 64 tiles of p_128x128x64_w4 at 1000^3 fp16 ran in 128 programs, half of them
     with no tile, at 15.4 us of CUDA-graph time against 13.8 in 64 (H100, a probe, not
-    kept, nineteenth session; cuBLAS 12.1)."""
-    tiles = -(-m // bm) * -(-n // bn)
+    kept, nineteenth session; cuBLAS 12.1). planes: A_PLANES, whose tiles cover each plane's
+    m / planes rows apart."""
+    tiles = planes * -(-(-(-m // planes)) // bm) * -(-n // bn)
     tail = _tail_tiles(bm, bn, m, n, sms) if half_tail else 0
     return max(min(sms, tiles - tail), 2 * tail)
 
@@ -378,6 +421,38 @@ def gpu_sms(device: torch.device) -> tuple[int | None, bool]:
         return None, False
     index = device.index if device.index is not None else torch.cuda.current_device()
     return _num_sms(index), hopper(device)
+
+
+# TMA boxes whose rows start 16 bytes into a 32-byte sector load slowly (dispatch's
+# PITCH_PAD_MIN_MN has the figures). In a row-major A whose row pitch is an odd multiple of
+# 16 bytes that is every odd row, at any column that is a multiple of 32 bytes. Read as two
+# planes, even rows and odd rows (A_PLANES), the odd rows' K steps can start 16 bytes early
+# (K_SHIFT), on a sector; B's K steps move with them, and the columns before 0 read as zero
+# in both. Kernel alone, H100, CUDA-graph time after an L2 flush, medians of three
+# interleaved rounds, us, A as given -> planes -> A copied to a 128-byte pitch (cuBLAS;
+# probes, thirtieth session): 1000^3 fp16 p_128x128x64_w4 14.0 -> 13.2 -> 12.9 (12.1),
+# p_128x128x128 14.5 -> 13.9 -> 13.7; bf16 14.1 -> 13.5 -> 13.0 (12.5); 1024x4104x4104 fp16
+# p_128x128x64_w4 94.4 -> 81.9 -> 80.6 (64.1). The planes alone, odd boxes unshifted, were
+# slower than A as given (1000^3 fp16 14.9): one wave of tiles waits on its slowest, and
+# every odd tile then has all its rows off a sector. Alternating planes by rows of tiles
+# instead of one after the other: 13.3 / 14.4 / 13.5 / 82.7. Where A's rows are its only
+# rows off a sector and tiles are 128x256 it lost (4104^3 fp16 with B copied to a 128-byte
+# pitch, planes alternating, no half-tile tail: 236.7 -> 243.1 us), but those products copy
+# A too (dispatch.PITCH_PAD_MIN_MN).
+SECTOR_BYTES = 32
+PLANE_SHIFT_BYTES = 16
+
+
+def a_planes(a: torch.Tensor, split: bool = False, d_matrix: bool = False) -> int:
+    """A_PLANES for (M, K) A: 2 where A is row-major with a row pitch 16 bytes off a
+    sector and M even (each plane M / 2 rows); else 1, and always 1 for the 3xTF32 split
+    kernel and with a matrix D (d_matrix: its tile of pointers, already spilling on one
+    plane, spilled 4-6x more bytes on two: 392 -> 2398 on p_128x256x64_sub, sm_90a,
+    perf/sass_audit.py)."""
+    pitch_bytes = a.stride(0) * a.element_size()
+    off_sector = pitch_bytes % SECTOR_BYTES == PLANE_SHIFT_BYTES
+    return 2 if (off_sector and a.stride(1) == 1 and a.shape[0] % 2 == 0 and a.shape[0] > 0
+                 and not (split or d_matrix)) else 1
 
 
 def _tma_ok(t: torch.Tensor, row_stride: int) -> bool:
@@ -452,24 +527,27 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     family = configs.persistent_family(a.dtype, split, m, n, num_sms)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.persistent_default_config(family)
+    planes = a_planes(a, split, has_d and not _d_row(has_d, d))
     # The tail's descriptors only where some config the launch may run has halves to run.
-    half_tail = family in HALF_TAIL_FAMILIES and any(
+    half_tail = planes == 1 and family in HALF_TAIL_FAMILIES and any(
         _halves_run(c, m, n, num_sms)
         for c in ([config] if config is not None else _TUNED[family].configs))
-    args = (*tma_descriptors(a, b, out, c_tma, lo, half_tail), out, d, m, n, k,
+    args = (*tma_descriptors(a, b, out, c_tma, lo, half_tail, planes), out, d, m, n, k,
             out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta), *tuning)
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d,
                 D_ROW=_d_row(has_d, d), A_M_MAJOR=_a_m_major(a), B_K_MAJOR=b_k_major,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation, C_TMA=c_tma, SPLIT=split,
                 HI_FLUSH_K=hi_flush_k(k) if split else 0, HALF_TAIL=half_tail,
+                A_PLANES=planes,
+                K_SHIFT=PLANE_SHIFT_BYTES // a.element_size() if planes == 2 else 0,
                 **dependent_meta(a.device))
 
     def grid(meta_):
-        return (programs(meta_["BM"], meta_["BN"], m, n, num_sms, half_tail),)
+        return (programs(meta_["BM"], meta_["BN"], m, n, num_sms, half_tail, planes),)
 
     key = (*tuning, meta["PRECISION"], has_d, meta["D_ROW"], meta["C_TMA"], meta["HI_FLUSH_K"],
-           a.dtype, b.dtype, out.dtype, d.dtype)
+           planes, a.dtype, b.dtype, out.dtype, d.dtype)
     launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family, key,
            prepare=set_block_shapes)
     return out
