@@ -447,7 +447,7 @@ def test_persistent_reads_an_a_off_a_sector_as_two_planes(dtype, precision, b_k_
     bytes early: exact over ragged tiles, with a bias or no D, TMA- and pointer-stored; a
     matrix D (which runs one plane), an odd M, a sector-aligned pitch and the split kernel
     do not."""
-    m, n, k = (300, 270, 200) if DEVICE == "cuda" else (90, 45, 40)
+    m, n, k = (1000, 270, 200) if DEVICE == "cuda" else (450, 45, 40)
     if dtype == torch.float32:
         k -= 4  # 784 / 144 bytes a row
     seen = []
@@ -476,9 +476,43 @@ def test_persistent_reads_an_a_off_a_sector_as_two_planes(dtype, precision, b_k_
     planes = (2, 16 // a.element_size())
     assert seen == [planes, (1, 0), planes, planes]
     assert persistent.a_planes(a[1:]) == 1  # odd M
+    # Planes of 260 rows take three rows of 128-row tiles each, 520 rows five.
+    assert persistent.a_planes(aligned(520, k, dtype)) == 1
+    assert persistent.a_planes(aligned(1000, k, dtype)) == 2
     assert persistent.a_planes(aligned(m, 2 * k, dtype)) == 1  # rows on a sector
     assert persistent.a_planes(a, split=True) == 1
     assert persistent.a_planes(aligned(k, m, dtype).t()) == 1  # M-major
+
+
+PLANE_CONFIGS = [(family, tile, dtype, precision)
+                 for family, dtype, precision in (("half", torch.float16, "half"),
+                                                  ("half_mid", torch.bfloat16, "half"),
+                                                  ("tf32", torch.float32, "tf32"),
+                                                  ("tf32_mid", torch.float32, "tf32"))
+                 for tile in configs.persistent_tiles(family)]
+
+
+@gpu_only
+@pytest.mark.parametrize("family,tile,dtype,precision", PLANE_CONFIGS,
+                         ids=[f"{t[0]}-{dt}".replace("torch.", "") for _, t, dt, _ in PLANE_CONFIGS])
+def test_every_persistent_config_on_planes_of_rows(family, tile, dtype, precision):
+    """Every config that runs A as planes (persistent.a_planes), ragged N and K, a bias,
+    TMA- and pointer-stored C: 16-bit B row-major, fp32 B K-major (wgmma's rule)."""
+    m, n, k = 1000, 270, 200 if dtype != torch.float32 else 196
+    config = configs.persistent_configs(family)[configs.persistent_tiles(family).index(tile)]
+    a = aligned(m, k, dtype)
+    assert persistent.a_planes(a) == 2
+    b = aligned(n, k, dtype).t() if dtype == torch.float32 else aligned(k, n, dtype)
+    with_d = configs.persistent_fits(config, family, True, H100_SMEM, d_row=True)
+    d = randn(n, dtype=dtype) if with_d else None
+    ref = -(a.double() @ b.double()).cpu() + (2.0 * d.double().cpu() if with_d else 0.0)
+    for pad in (0, 1):
+        storage = torch.full((m, n + pad), float("nan"), dtype=dtype, device=a.device)
+        out = storage[:, :n]
+        persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision,
+                             config=config)
+        assert_close(out, ref, dtype, None if precision == "half" else precision,
+                     f"{tile[0]} planes, row pad {pad}")
 
 
 def test_persistent_grid_covers_every_tile_of_both_planes():

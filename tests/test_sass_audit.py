@@ -26,7 +26,7 @@ def _rows(**changes):
     for c_tma in (True, False):
         for index, epilogue in enumerate(sass_audit.EPILOGUES):
             rows.append(dict(arch="sm_90a", kernel="persistent", family="tf32_mid", tile=TILE,
-                             bm=64, dtype="fp32", precision="tf32", a_m_major=False, b_layout="k",
+                             bm=64, dtype="fp32", precision="tf32", a_layout="row", b_layout="k",
                              epilogue=epilogue, c_tma=c_tma, half_tail=False,
                              shared=configs.PERSISTENT_SMEM[TILE][int(not c_tma)][index],
                              registers=128, spill_stores=0, spill_loads=0, warnings="",
@@ -82,11 +82,14 @@ def _audit(tmp_path, arch, *args) -> pd.DataFrame:
 
 
 def test_audit_compiles_a_persistent_family_for_sm90(tmp_path):
-    """The tf32_mid family (2 tiles x 3 epilogues x 2 C stores), compiled for sm_90a: the
-    check passes (shared sizes as in the table), and the CSV holds HGMMA and registers."""
+    """The tf32_mid family (2 tiles x 2 C stores x 3 epilogues on a row-major A, 2 on A as
+    planes of rows: no matrix D there), compiled for sm_90a: the check passes (shared sizes
+    as in the table), and the CSV holds HGMMA and registers."""
     df = _audit(tmp_path, "sm_90a", "--kernel", "persistent", "--family", "tf32_mid")
-    assert len(df) == 2 * 3 * 2 and set(df.tile) == {t[0] for t in
-                                                      configs.persistent_tiles("tf32_mid")}
+    assert len(df) == 2 * 2 * (3 + 2) and set(df.tile) == {t[0] for t in
+                                                            configs.persistent_tiles("tf32_mid")}
+    assert set(df.a_layout) == {"row", "planes"}
+    assert set(df[df.a_layout == "planes"].epilogue) == {"none", "d_row"}
     assert df.mma.str.startswith("HGMMA.64x64x8.F32.TF32").all()
     assert df.registers.between(32, 255).all()
     assert "| tf32_mid" in (tmp_path / "sm_90a.md").read_text()

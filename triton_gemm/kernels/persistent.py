@@ -400,6 +400,8 @@ def programs(bm: int, bn: int, m: int, n: int, sms: int, half_tail: bool,
     return max(min(sms, tiles - tail), 2 * tail)
 
 
+_TILE_HEIGHTS = sorted({t[1] for family in PERSISTENT_FAMILIES
+                        for t in configs.persistent_tiles(family)})
 _TUNED = make_tuners(_persistent_kernel, "persistent",
                      {family: configs.persistent_configs(family)
                       for family in PERSISTENT_FAMILIES},
@@ -445,14 +447,29 @@ PLANE_SHIFT_BYTES = 16
 
 def a_planes(a: torch.Tensor, split: bool = False, d_matrix: bool = False) -> int:
     """A_PLANES for (M, K) A: 2 where A is row-major with a row pitch 16 bytes off a
-    sector and M even (each plane M / 2 rows); else 1, and always 1 for the 3xTF32 split
+    sector, M even (each plane M / 2 rows) and the planes take no more rows of tiles than
+    M does at any tile height (_plane_rows_fit); else 1, and always 1 for the 3xTF32 split
     kernel and with a matrix D (d_matrix: its tile of pointers, already spilling on one
     plane, spilled 4-6x more bytes on two: 392 -> 2398 on p_128x256x64_sub, sm_90a,
     perf/sass_audit.py)."""
+    m = a.shape[0]
     pitch_bytes = a.stride(0) * a.element_size()
     off_sector = pitch_bytes % SECTOR_BYTES == PLANE_SHIFT_BYTES
-    return 2 if (off_sector and a.stride(1) == 1 and a.shape[0] % 2 == 0 and a.shape[0] > 0
+    return 2 if (off_sector and a.stride(1) == 1 and m % 2 == 0 and _plane_rows_fit(m)
                  and not (split or d_matrix)) else 1
+
+
+# Where two planes of M / 2 rows need a row of tiles more than M rows do, the tiles can
+# spill into another wave: 520x3000x1000 fp16 nn (120 tiles of 128x128 on one plane, 144 on
+# two) took 24.1 us as planes against 17.7 on one (bf16 23.9 / 17.7; library, H100,
+# CUDA-graph time after an L2 flush, probe, thirtieth session). Where the count is the
+# same, planes gained there: 1000^3 fp16 nn 13.8 -> 13.2 (cuBLAS 12.0), bf16 13.7 -> 13.1
+# (11.7), 2000x1000x1000 fp16 17.7 -> 16.2 (14.8), bf16 17.4 -> 16.1 (14.6),
+# 1024x4104x4104 fp16 79.7 -> 69.5 (62.9), bf16 79.1 -> 68.5 (62.9).
+def _plane_rows_fit(m: int) -> bool:
+    """Whether two planes of m / 2 rows take as many rows of tiles as m rows for every
+    tile height (BM) of the persistent configs."""
+    return m > 0 and all(2 * -(-(m // 2) // bm) == -(-m // bm) for bm in _TILE_HEIGHTS)
 
 
 def _tma_ok(t: torch.Tensor, row_stride: int) -> bool:
