@@ -395,7 +395,8 @@ def programs(bm: int, bn: int, m: int, n: int, sms: int, half_tail: bool,
     with no tile, at 15.4 us of CUDA-graph time against 13.8 in 64 (H100, a probe, not
     kept, nineteenth session; cuBLAS 12.1). planes: A_PLANES, whose tiles cover each plane's
     m / planes rows apart."""
-    tiles = planes * -(-(-(-m // planes)) // bm) * -(-n // bn)
+    plane_rows = -(-m // planes)
+    tiles = planes * -(-plane_rows // bm) * -(-n // bn)
     tail = _tail_tiles(bm, bn, m, n, sms) if half_tail else 0
     return max(min(sms, tiles - tail), 2 * tail)
 
