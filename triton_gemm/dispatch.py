@@ -581,14 +581,13 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
 # operand ran faster on some shapes (see README "TMA rows off a sector"): not done, the
 # better one depends on the tile.
 PITCH_PAD_MIN_MN = 2048
-SECTOR_BYTES = 32
 
 
 def _off_sector(t: torch.Tensor, copied: bool) -> bool:
     """A (1, R, C) operand read as given (not copied) whose rows, along either axis, are
     not whole 32-byte sectors apart."""
     pitch = t.stride(1) if t.stride(2) == 1 else t.stride(2)
-    return not copied and (pitch * t.element_size()) % SECTOR_BYTES != 0
+    return not copied and (pitch * t.element_size()) % _persistent.SECTOR_BYTES != 0
 
 
 # Row pitch of the padded copies: a multiple of 128 bytes, so that every row of a TMA box

@@ -212,7 +212,8 @@ def _persistent_kernel(
     B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
     SPLIT: tl.constexpr, HI_FLUSH_K: tl.constexpr, HALF_TAIL: tl.constexpr,
-    A_PLANES: tl.constexpr, K_SHIFT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+    A_PLANES: tl.constexpr, K_SHIFT: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, DEPENDENT: tl.constexpr,
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K) @ B (+ beta * D).
@@ -426,7 +427,8 @@ def gpu_sms(device: torch.device) -> tuple[int | None, bool]:
     return _num_sms(index), hopper(device)
 
 
-# TMA boxes whose rows start 16 bytes into a 32-byte sector load slowly (dispatch's
+# TMA boxes whose rows start 16 bytes into a 32-byte sector (SECTOR_BYTES, also what
+# dispatch._off_sector pads for) load slowly (dispatch's
 # PITCH_PAD_MIN_MN has the figures). In a row-major A whose row pitch is an odd multiple of
 # 16 bytes that is every odd row, at any column that is a multiple of 32 bytes. Read as two
 # planes, even rows and odd rows (A_PLANES), the odd rows' K steps can start 16 bytes early
