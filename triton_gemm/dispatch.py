@@ -327,7 +327,8 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
                   and (precision == "half" or fp32_tensor_core))
     direct = _tma_direct(a, b, fp32_tensor_core) if pad and tma_kernel else None
     if direct is not None and min(m, n) >= PITCH_PAD_MIN_MN and (
-            _off_sector(a, direct[0]) or _off_sector(b, direct[1])):
+            _off_sector(b, direct[1])
+            or (_off_sector(a, direct[0]) and not _a_planes(a, precision))):
         direct = None  # padded copies instead: see PITCH_PAD_MIN_MN
     mid_m = ((precision == "half" or (precision == "tf32" and sb[1] == 1))
              and SKINNY_M < m <= configs.MID_M_MAX and n * k >= MID_MIN_WEIGHT)
@@ -580,7 +581,22 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
 # the copies cost more than they save there, so 1000^3 stays direct. Copying only one
 # operand ran faster on some shapes (see README "TMA rows off a sector"): not done, the
 # better one depends on the tile.
+# Since the persistent kernel reads such an A as two planes of rows (persistent.a_planes),
+# a 16-bit product whose only off-sector operand is that A runs direct at any size.
+# perf/plans.py, H100, GPU time (gpu_ms), ratio to cuBLAS, padded -> direct (thirty-first
+# session): fp16 2048x2048x2056 0.72 -> 0.97, 4096x4096x4104 0.84 -> 1.00 (bf16 0.83 ->
+# 1.00), 8192x8192x4104 0.86 -> 0.92 (bf16 0.95 -> 1.01), 2048x8192x2056 0.79 -> 0.99
+# (bf16 0.79 -> 1.00), 4096x4096x1000 0.84 -> 0.98 (bf16 0.83 -> 0.99), 2048x2048x1032
+# 0.76 -> 0.96 (bf16 0.74 -> 0.95), 3072x3072x3000 0.72 -> 0.85 (both with the wave cut).
+# tf32 (B staged K-major either way) stays padded: 4096x4096x4100 0.84 padded against
+# 0.76 direct, 2048x8192x2052 1.00 against 0.93, 2048x2048x2052 0.81 against 0.79.
 PITCH_PAD_MIN_MN = 2048
+
+
+def _a_planes(a: torch.Tensor, precision: str) -> bool:
+    """A 16-bit (1, M, K) A that the persistent kernel reads as two planes of rows
+    (persistent.a_planes): see PITCH_PAD_MIN_MN."""
+    return precision == "half" and _persistent.a_planes(a[0]) == 2
 
 
 def _off_sector(t: torch.Tensor, copied: bool) -> bool:
