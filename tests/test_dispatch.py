@@ -367,7 +367,8 @@ def test_rows_off_a_sector_are_padded_on_large_products_but_a_16_bit_a_as_planes
     assert planes == dispatch.Plan(False, False, False, True), planes
     padded = [dispatch.plan(*_ops(big, big, 4100, dtype=torch.float32), "tf32", sms),
               dispatch.plan(*_ops(big, big, 4100, dtype=torch.float32), "tf32x3", sms),
-              dispatch.plan(*_ops(big + 2, big, 4104, dtype=half), "half", sms),  # planes: more tiles
+              # Two planes of 1025 rows take more rows of tiles than 2050.
+              dispatch.plan(*_ops(big + 2, big, 4104, dtype=half), "half", sms),
               dispatch.plan(*_ops(big, 4104, big, dtype=half), "half", sms),  # B's rows
               dispatch.plan(*_ops(4104, 4104, 4104, dtype=half), "half", sms)]
     # Off-sector B (K-major) or A (M-major: no planes).
