@@ -589,9 +589,9 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
 # (bf16 0.79 -> 1.00), 4096x4096x1000 0.84 -> 0.98 (bf16 0.83 -> 0.99), 2048x2048x1032
 # 0.76 -> 0.96 (bf16 0.74 -> 0.95), 3072x3072x3000 0.72 -> 0.85 (both with the wave cut).
 # tf32 (B staged K-major either way) stays padded: 4096x4096x4100 0.84 padded against
-# 0.76 direct, 2048x8192x2052 1.00 against 0.93, 2048x2048x2052 0.81 against 0.79. With B's
-# rows off a sector (fp16, same tool and run kind) padded still won: 4104^3 0.87 against 0.65
-# direct, 8192x4104x8192 0.89 against 0.74, 2048x2056x2048 0.72 against 0.59,
+# 0.76 direct, 2048x8192x2052 1.00 against 0.93, 2048x2048x2052 0.81 against 0.79. With
+# B's rows off a sector (fp16, same tool and measure) padded still won: 4104^3 0.87 against
+# 0.65 direct, 8192x4104x8192 0.89 against 0.74, 2048x2056x2048 0.72 against 0.59,
 # 2048x8200x4096 0.80 against 0.76 (4096x4104x4096 0.78 against 0.80).
 PITCH_PAD_MIN_MN = 2048
 
