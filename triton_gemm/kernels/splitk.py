@@ -41,6 +41,16 @@ s16 21.1 vs 21.0, 64x128x128 s16 20.5 vs 21.0; 128x128x65536 64x64x128 s32 19.4 
 won only at 512x512x16384 fp16 (64x128x128 s8 24.8 against the pointer kernel's best 26.0;
 cuBLAS 22.4), and slowed products with too few tiles (1000^3 fp16 128x128x64: 14.0 unsliced,
 17.1 in two slices, 20.0 in three; cuBLAS 10.7).
+
+Nor is a row-major B whose rows sit 16 bytes off a sector read as planes of rows (a probe,
+not kept, thirty-first session): slices taking rows k mod P only, each plane's column
+windows shifted onto 16P-byte boundaries, partials stored where their columns fall. A's K
+runs then become strided, loaded one element at a time, which cost more than B's sectors
+saved. H100, CUDA-graph time after an L2 flush, us, pinned configs, P = 1 -> 2 -> 4
+(cuBLAS): 8x4104x4104 fp16 16x128x128 s4 20.3 -> 24.2 -> 23.7 (18.2), 16x256x64 s4 20.1
+-> 36.8 -> 37.5; 64x4104x4104 64x128x64 s8 23.6 -> 36.3 -> 44.0 (22.9); 16x8200x8200
+16x128x128 s4 58.4 -> 60.1 -> 65.2 (53.9). Rows on sectors bound what it could gain:
+8x4096x4096 16x128x128 s4 18.7 (cuBLAS 17.1), 8x4112x4112 19.1 (18.1).
 """
 
 from __future__ import annotations
