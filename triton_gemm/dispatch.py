@@ -27,7 +27,9 @@ large enough to repay them. TMA needs only 16-byte rows, not 16 elements: on Hop
 product whose operands have them (fp16 K = 1000) runs on the persistent kernel unpadded.
 perf/plans.py, H100, bf16, GPU time with L2 flushed: 1000^3 unpadded 29-40 us, plain 45,
 padded 88 (cuBLAS 11.7); 8192x50257x768 (the vocabulary projection) unpadded 1.17 ms,
-padded 1.23-1.40 (cuBLAS 6.52).
+padded 1.23-1.40 (cuBLAS 6.52). From PITCH_PAD_MIN_MN rows and columns, rows 16 bytes off
+a 32-byte sector are copied after all: both operands padded, or at 16 bits only B staged
+K-major where A's rows are on sectors, and nothing where A alone is off (read as planes).
 
 3xTF32 (tf32x3) on the persistent kernel stages each operand as two tf32 halves (hi + exact
 remainder; kernels/copy.py; on the H100 one operand goes as given, its own hi half, raw_side)
@@ -326,10 +328,14 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
     direct = _tma_direct(a, b, fp32_tensor_core) if pad and tma_kernel else None
-    if direct is not None and min(m, n) >= PITCH_PAD_MIN_MN and (
-            _off_sector(b, direct[1])
-            or (_off_sector(a, direct[0]) and not _a_planes(a, precision))):
-        direct = None  # padded copies instead: see PITCH_PAD_MIN_MN
+    if direct is not None and min(m, n) >= PITCH_PAD_MIN_MN:
+        # Rows off a sector: see PITCH_PAD_MIN_MN.
+        a_off, b_off = _off_sector(a, direct[0]), _off_sector(b, direct[1])
+        if ((a_off and (b_off or not _a_planes(a, precision)))
+                or (b_off and precision != "half")):
+            direct = None  # padded copies instead
+        elif b_off:
+            direct = (direct[0], True)  # B staged K-major at the padded pitch
     mid_m = ((precision == "half" or (precision == "tf32" and sb[1] == 1))
              and SKINNY_M < m <= configs.MID_M_MAX and n * k >= MID_MIN_WEIGHT)
     persistent = tma_kernel and (tiles >= sms or mid_m)
@@ -579,8 +585,8 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
 # session): 3000^3 fp16 133.9 / 120.4 (82.9), 2056^3 59.6 / 59.4 (32.5), tf32 4100^3 501.3
 # (B's K-major copy, the strip on split-K) / 492.6 (573.7), 1000^3 fp16 14.3 / 16.3 (12.4):
 # the copies cost more than they save there, so 1000^3 stays direct. Copying only one
-# operand ran faster on some shapes (see README "TMA rows off a sector"): not done, the
-# better one depends on the tile.
+# operand ran faster on some shapes (see README "TMA rows off a sector"); since the
+# thirty-first session, two such plans (below).
 # Since the persistent kernel reads such an A as two planes of rows (persistent.a_planes),
 # a 16-bit product whose only off-sector operand is that A runs direct at any size.
 # perf/plans.py, H100, GPU time (gpu_ms), ratio to cuBLAS, padded -> direct (thirty-first
@@ -589,10 +595,16 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
 # (bf16 0.79 -> 1.00), 4096x4096x1000 0.84 -> 0.98 (bf16 0.83 -> 0.99), 2048x2048x1032
 # 0.76 -> 0.96 (bf16 0.74 -> 0.95), 3072x3072x3000 0.72 -> 0.85 (both with the wave cut).
 # tf32 (B staged K-major either way) stays padded: 4096x4096x4100 0.84 padded against
-# 0.76 direct, 2048x8192x2052 1.00 against 0.93, 2048x2048x2052 0.81 against 0.79. With
-# B's rows off a sector (fp16, same tool and measure) padded still won: 4104^3 0.87 against
-# 0.65 direct, 8192x4104x8192 0.89 against 0.74, 2048x2056x2048 0.72 against 0.59,
-# 2048x8200x4096 0.80 against 0.76 (4096x4104x4096 0.78 against 0.80).
+# 0.76 direct, 2048x8192x2052 1.00 against 0.93, 2048x2048x2052 0.81 against 0.79.
+# B's rows off a sector (fp16, same measure) cost more read as given than padded: 4104^3
+# 0.65 against 0.87, 8192x4104x8192 0.74 against 0.89, 2048x2056x2048 0.59 against 0.72.
+# Where A's rows are on sectors, a 16-bit B alone is now staged K-major (at the padded
+# pitch) instead of both operands padded: probe of the two plans, same process, GPU time,
+# ratio to cuBLAS, padded -> B staged (fp16; bf16 alike): 4096x4104x4096 0.81 -> 0.86,
+# 8192x4104x8192 0.88 -> 0.94, 3072x4104x4096 0.78 -> 0.83, 2048x4104x8192 0.73 -> 0.76,
+# 2048x2056x2048 0.72 -> 0.77, 2048x8200x4096 0.79 -> 0.82. With A off a sector too both
+# stay padded, planes or not: 4096x4104x4104 0.95 padded against 0.84 with A as planes and
+# B staged, 4096x4096x4104 nt 0.86 against 0.77.
 PITCH_PAD_MIN_MN = 2048
 
 
