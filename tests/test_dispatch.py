@@ -352,34 +352,35 @@ def test_sixteen_byte_rows_skip_the_padded_copies_on_hopper():
     assert dispatch.plan(shifted, b, "half", sms).pad
 
 
-def test_rows_off_a_sector_are_padded_on_large_products_but_a_16_bit_a_as_planes():
+def test_rows_off_a_sector_on_large_products_take_copies_only_where_they_pay():
     """TMA-legal rows 16 bytes into a 32-byte sector (fp16 4104, fp32 4100) run direct
-    below PITCH_PAD_MIN_MN rows or columns; from there the padded plan copies them (with
-    the column strip in A's copy), except, at 16 bits, a row-major A that the persistent
-    kernel reads as two planes of rows (even M) where B's rows are on sectors, and a B
-    staged K-major alone where A's are. Rows on whole sectors (fp16 2000) stay direct."""
+    below PITCH_PAD_MIN_MN rows or columns. From there: at 16 bits a row-major A's, beside
+    B's rows on sectors, are read as two planes of rows (even M); a B off a sector is
+    staged K-major alone, a row-major A as given beside it; at tf32 (B staged K-major
+    anyway) A runs as given; the rest is padded (with the column strip in A's copy). Rows
+    on whole sectors (fp16 2000) stay direct."""
     sms, big, small = 132, dispatch.PITCH_PAD_MIN_MN, dispatch.PITCH_PAD_MIN_MN - 8
-    half = torch.float16
-    for dtype, precision, k in ((half, "half", 4104), (torch.float32, "tf32", 4100)):
+    half, single = torch.float16, torch.float32
+    for dtype, precision, k in ((half, "half", 4104), (single, "tf32", 4100)):
         direct = dispatch.plan(*_ops(small, big, k, dtype=dtype), precision, sms)
         assert not direct.pad and direct.persistent, direct
     planes = dispatch.plan(*_ops(big, big, 4104, dtype=half), "half", sms)
     assert planes == dispatch.Plan(False, False, False, True), planes
-    padded = [dispatch.plan(*_ops(big, big, 4100, dtype=torch.float32), "tf32", sms),
-              dispatch.plan(*_ops(big, big, 4100, dtype=torch.float32), "tf32x3", sms),
+    b_staged = {(big, 4104, big, "row"): (big, 4096), (big, 4104, 4104, "row"): (big, 4096),
+                (4104, 4104, 4104, "row"): (4104, 4096),
+                (4104, 4104, 4104, "col"): (4104, 4096)}
+    for (m, n, k, b_layout), core in b_staged.items():
+        p = dispatch.plan(*_ops(m, n, k, "row", b_layout, half), "half", sms)
+        assert p == dispatch.Plan(False, False, True, True, core=core), (m, n, k, p)
+    tf32 = dispatch.plan(*_ops(big, big, 4100, dtype=single), "tf32", sms)
+    assert tf32 == dispatch.Plan(False, False, True, True), tf32
+    padded = [dispatch.plan(*_ops(big, big, 4100, dtype=single), "tf32x3", sms),
               # Two planes of 1025 rows take more rows of tiles than 2050.
               dispatch.plan(*_ops(big + 2, big, 4104, dtype=half), "half", sms),
-              # A and B off a sector, A as planes or not.
-              dispatch.plan(*_ops(big, 4104, 4104, dtype=half), "half", sms),
-              dispatch.plan(*_ops(4104, 4104, 4104, dtype=half), "half", sms)]
-    # Off-sector B (K-major) or A (M-major: no planes).
-    padded += [dispatch.plan(*_ops(4104, 4104, 4104, *layouts, half), "half", sms)
-               for layouts in (("row", "col"), ("col", "row"))]
+              dispatch.plan(*_ops(4104, 4104, 4104, "col", "row", half), "half", sms),
+              dispatch.plan(*_ops(big, big, 4100, "row", "col", single), "tf32", sms)]
     for p in padded:
         assert p.pad and p.persistent, p
-    # B's rows alone off a sector: B staged K-major, A as given.
-    b_staged = dispatch.plan(*_ops(big, 4104, big, dtype=half), "half", sms)
-    assert b_staged == dispatch.Plan(False, False, True, True, core=(big, 4096)), b_staged
     sector_rows = _ops(4000, 4000, 2000, dtype=half)  # 4000-byte rows
     assert dispatch.plan(*sector_rows, "half", sms) == \
         dispatch.Plan(False, False, False, True)
@@ -1028,19 +1029,19 @@ def test_transposed_a_runs_on_the_persistent_kernel(dtype, b_layout):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_large_products_with_rows_off_a_sector_run_their_plans(dtype):
     """At PITCH_PAD_MIN_MN rows and columns: a row-major A of rows 16 bytes off a sector
-    (K 2056) runs direct, read as two planes of rows; with B's rows off a sector too (N
-    2056) padded; B's alone (K 2048) staged K-major, A as given. Right answers on poisoned
-    outputs, with a bias."""
+    (K 2056) runs direct, read as two planes of rows (padded where planes take more tiles:
+    M 2050); a B off a sector (N 2056) is staged K-major, A as given (one plane) whether
+    its rows are on a sector or not. Right answers on poisoned outputs, with a bias."""
     big = dispatch.PITCH_PAD_MIN_MN
-    for n, k, kind in ((big, big + 8, "planes"), (big + 8, big + 8, "padded"),
-                       (big + 8, big, "b_k_major")):
-        a, b = (t.normal_() for t in _ops(big, n, k, dtype=dtype, device=DEVICE))
+    for m, n, k, kind in ((big, big, big + 8, "planes"), (big + 2, big, big + 8, "padded"),
+                          (big, big + 8, big, "b_k_major"),
+                          (big, big + 8, big + 8, "b_k_major")):
+        a, b = (t.normal_() for t in _ops(m, n, k, dtype=dtype, device=DEVICE))
         p = dispatch.plan(a, b, "half", *_persistent.gpu_sms(a.device))
         assert p.persistent and p.pad == (kind == "padded"), p
         assert p.b_k_major == (kind == "b_k_major") and not p.a_k_major, p
-        assert (_persistent.a_planes(a[0]) == 2) == (k == big + 8)
         d = randn(n, dtype=dtype)
-        out = torch.full((1, big, n), float("nan"), dtype=dtype, device=a.device)
+        out = torch.full((1, m, n), float("nan"), dtype=dtype, device=a.device)
         dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision="half")
         ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
-        assert_close(out, ref, dtype, None, f"{big}x{n}x{k} {kind}")
+        assert_close(out, ref, dtype, None, f"{m}x{n}x{k} {kind}")

@@ -483,6 +483,11 @@ def test_persistent_reads_an_a_off_a_sector_as_two_planes(dtype, precision, b_k_
     assert persistent.a_planes(aligned(m, 2 * k, dtype)) == 1  # rows on a sector
     assert persistent.a_planes(a, split=True) == 1
     assert persistent.a_planes(aligned(k, m, dtype).t()) == 1  # M-major
+    # Beside a K-major B on sectors (a staged copy) the shifted K steps would move B's
+    # boxes off them; beside one off a sector (as here when b_k_major) they may.
+    b_on_sector = aligned(n, 2 * k, dtype)[:, :k].t()
+    assert persistent.a_planes(a, b=b_on_sector) == 1
+    assert persistent.a_planes(a, b=b) == 2
 
 
 PLANE_CONFIGS = [(family, tile, dtype, precision)

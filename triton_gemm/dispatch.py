@@ -28,8 +28,8 @@ product whose operands have them (fp16 K = 1000) runs on the persistent kernel u
 perf/plans.py, H100, bf16, GPU time with L2 flushed: 1000^3 unpadded 29-40 us, plain 45,
 padded 88 (cuBLAS 11.7); 8192x50257x768 (the vocabulary projection) unpadded 1.17 ms,
 padded 1.23-1.40 (cuBLAS 6.52). From PITCH_PAD_MIN_MN rows and columns, rows 16 bytes off
-a 32-byte sector are copied after all: both operands padded, or at 16 bits only B staged
-K-major where A's rows are on sectors, and nothing where A alone is off (read as planes).
+a 32-byte sector are copied after all, but only B: at 16 bits a B off a sector is staged
+K-major, and an A off one alone is read as planes of rows (tf32 stages B K-major anyway).
 
 3xTF32 (tf32x3) on the persistent kernel stages each operand as two tf32 halves (hi + exact
 remainder; kernels/copy.py; on the H100 one operand goes as given, its own hi half, raw_side)
@@ -331,11 +331,11 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     if direct is not None and min(m, n) >= PITCH_PAD_MIN_MN:
         # Rows off a sector: see PITCH_PAD_MIN_MN.
         a_off, b_off = _off_sector(a, direct[0]), _off_sector(b, direct[1])
-        if ((a_off and (b_off or not _a_planes(a, precision)))
-                or (b_off and precision != "half")):
+        if b_off and precision == "half" and a.stride(2) == 1:
+            direct = (direct[0], True)  # B staged K-major at the padded pitch, A as given
+        elif b_off or (a_off and not _a_planes(a, b, precision)
+                       and not (precision == "tf32" and direct[1])):
             direct = None  # padded copies instead
-        elif b_off:
-            direct = (direct[0], True)  # B staged K-major at the padded pitch
     mid_m = ((precision == "half" or (precision == "tf32" and sb[1] == 1))
              and SKINNY_M < m <= configs.MID_M_MAX and n * k >= MID_MIN_WEIGHT)
     persistent = tma_kernel and (tiles >= sms or mid_m)
@@ -594,24 +594,27 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
 # 1.00), 8192x8192x4104 0.86 -> 0.92 (bf16 0.95 -> 1.01), 2048x8192x2056 0.79 -> 0.99
 # (bf16 0.79 -> 1.00), 4096x4096x1000 0.84 -> 0.98 (bf16 0.83 -> 0.99), 2048x2048x1032
 # 0.76 -> 0.96 (bf16 0.74 -> 0.95), 3072x3072x3000 0.72 -> 0.85 (both with the wave cut).
-# tf32 (B staged K-major either way) stays padded: 4096x4096x4100 0.84 padded against
-# 0.76 direct, 2048x8192x2052 1.00 against 0.93, 2048x2048x2052 0.81 against 0.79.
-# B's rows off a sector (fp16, same measure) cost more read as given than padded: 4104^3
+# B's rows off a sector cost more read as given than padded (fp16, same measure): 4104^3
 # 0.65 against 0.87, 8192x4104x8192 0.74 against 0.89, 2048x2056x2048 0.59 against 0.72.
-# Where A's rows are on sectors, a 16-bit B alone is now staged K-major (at the padded
-# pitch) instead of both operands padded: probe of the two plans, same process, GPU time,
-# ratio to cuBLAS, padded -> B staged (fp16; bf16 alike): 4096x4104x4096 0.81 -> 0.86,
+# So a 16-bit B off a sector is staged K-major alone (at the padded pitch) beside a
+# row-major A as given, one plane (planes would shift the copy's boxes off its sectors:
+# persistent._shift_misaligns); tf32, whose B is staged K-major anyway, runs an A off a
+# sector as given too. Probes of the two plans, same process, GPU time, ratio to cuBLAS,
+# padded -> this plan: H100, fp16 (bf16 alike), A on sectors: 4096x4104x4096 0.81 -> 0.86,
 # 8192x4104x8192 0.88 -> 0.94, 3072x4104x4096 0.78 -> 0.83, 2048x4104x8192 0.73 -> 0.76,
-# 2048x2056x2048 0.72 -> 0.77, 2048x8200x4096 0.79 -> 0.82. With A off a sector too both
-# stay padded, planes or not: 4096x4104x4104 0.95 padded against 0.84 with A as planes and
-# B staged, 4096x4096x4104 nt 0.86 against 0.77.
+# 2048x2056x2048 0.72 -> 0.77, 2048x8200x4096 0.79 -> 0.82; H200, A off a sector too:
+# 4104^3 0.92 -> 0.92 (bf16 0.86 -> 0.88; nt 0.93 -> 0.94), 4096x4096x4104 nt 0.88 ->
+# 0.91, 4096x4104x4104 0.93 -> 0.95, 3000^3 0.76 -> 0.78, 2056^3 0.65 -> 0.63; tf32
+# 4096x4096x4100 0.89 -> 0.94, 2048x2048x2052 0.79 -> 0.88, 3072x3072x3004 0.97 -> 1.00,
+# 2048x8192x2052 0.95 -> 0.95 (on the H100, with planes still on beside the copy of B,
+# direct lost: 4096x4096x4100 0.76 against 0.84 padded).
 PITCH_PAD_MIN_MN = 2048
 
 
-def _a_planes(a: torch.Tensor, precision: str) -> bool:
-    """A 16-bit (1, M, K) A that the persistent kernel reads as two planes of rows
-    (persistent.a_planes): see PITCH_PAD_MIN_MN."""
-    return precision == "half" and _persistent.a_planes(a[0]) == 2
+def _a_planes(a: torch.Tensor, b: torch.Tensor, precision: str) -> bool:
+    """A 16-bit (1, M, K) A that the persistent kernel reads as two planes of rows beside
+    (1, K, N) B as given (persistent.a_planes): see PITCH_PAD_MIN_MN."""
+    return precision == "half" and _persistent.a_planes(a[0], b=b[0]) == 2
 
 
 def _off_sector(t: torch.Tensor, copied: bool) -> bool:

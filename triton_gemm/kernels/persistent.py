@@ -442,24 +442,39 @@ def gpu_sms(device: torch.device) -> tuple[int | None, bool]:
 # every odd tile then has all its rows off a sector. Alternating planes by rows of tiles
 # instead of one after the other: 13.3 / 14.4 / 13.5 / 82.7. Where A's rows are its only
 # rows off a sector and tiles are 128x256 it lost (4104^3 fp16 with B copied to a 128-byte
-# pitch, planes alternating, no half-tile tail: 236.7 -> 243.1 us), but those products copy
-# A too (dispatch.PITCH_PAD_MIN_MN).
+# pitch, planes alternating, no half-tile tail: 236.7 -> 243.1 us); 4104 rows make two
+# planes of more tiles anyway (_plane_rows_fit), so 4104^3 runs A as one plane beside a
+# K-major copy of B (dispatch.PITCH_PAD_MIN_MN).
 SECTOR_BYTES = 32
 PLANE_SHIFT_BYTES = 16
 
 
-def a_planes(a: torch.Tensor, split: bool = False, d_matrix: bool = False) -> int:
+def a_planes(a: torch.Tensor, split: bool = False, d_matrix: bool = False,
+             b: torch.Tensor | None = None) -> int:
     """A_PLANES for (M, K) A: 2 where A is row-major with a row pitch 16 bytes off a
     sector, M even (each plane M / 2 rows) and the planes take no more rows of tiles than
     M does at any tile height (_plane_rows_fit); else 1, and always 1 for the 3xTF32 split
-    kernel and with a matrix D (d_matrix: its tile of pointers, already spilling on one
+    kernel, with a matrix D (d_matrix: its tile of pointers, already spilling on one
     plane, spilled 4-6x more bytes on two: 392 -> 2398 on p_128x256x64_sub, sm_90a,
-    perf/sass_audit.py)."""
+    perf/sass_audit.py) and beside a K-major (K, N) b whose rows are on sectors
+    (_shift_misaligns)."""
     m = a.shape[0]
     pitch_bytes = a.stride(0) * a.element_size()
     off_sector = pitch_bytes % SECTOR_BYTES == PLANE_SHIFT_BYTES
     return 2 if (off_sector and a.stride(1) == 1 and m % 2 == 0 and _plane_rows_fit(m)
-                 and not (split or d_matrix)) else 1
+                 and not (split or d_matrix or _shift_misaligns(b))) else 1
+
+
+# An odd tile's K steps start PLANE_SHIFT_BYTES early in B too, which moves a K-major B's
+# boxes off a sector where its rows were on one (a staged K-major copy). Library plans,
+# H100, CUDA-graph time after an L2 flush, us, B staged K-major, planes -> one plane
+# (padded plan; cuBLAS), a probe, thirty-first session: fp16 4096x4104x4104 281.1 -> 240.7
+# (249.2; 234.8); tf32 4096x4096x4100 504.5 -> 430.7 (456.0; 393.9), 2000x2000x2004 71.9
+# -> 61.8 (68.3; 56.9), 2048x8192x2052 269.0 -> 252.5 (252.5; 250.8); only 1024x1024x1028
+# tf32 lost, 22.4 -> 23.5 (21.6; 20.4).
+def _shift_misaligns(b: torch.Tensor | None) -> bool:
+    return (b is not None and _b_k_major(b)
+            and (b.stride(1) * b.element_size()) % SECTOR_BYTES == 0)
 
 
 # Where two planes of M / 2 rows need a row of tiles more than M rows do, the tiles can
@@ -547,7 +562,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     family = configs.persistent_family(a.dtype, split, m, n, num_sms)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.persistent_default_config(family)
-    planes = a_planes(a, split, has_d and not _d_row(has_d, d))
+    planes = a_planes(a, split, has_d and not _d_row(has_d, d), b)
     # The tail's descriptors only where some config the launch may run has halves to run.
     half_tail = planes == 1 and family in HALF_TAIL_FAMILIES and any(
         _halves_run(c, m, n, num_sms)
