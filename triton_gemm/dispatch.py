@@ -28,8 +28,9 @@ product whose operands have them (fp16 K = 1000) runs on the persistent kernel u
 perf/plans.py, H100, bf16, GPU time with L2 flushed: 1000^3 unpadded 29-40 us, plain 45,
 padded 88 (cuBLAS 11.7); 8192x50257x768 (the vocabulary projection) unpadded 1.17 ms,
 padded 1.23-1.40 (cuBLAS 6.52). From PITCH_PAD_MIN_MN rows and columns, rows 16 bytes off
-a 32-byte sector are copied after all, but only B: at 16 bits a B off a sector is staged
-K-major, and an A off one alone is read as planes of rows (tf32 stages B K-major anyway).
+a 32-byte sector are mostly copied: at 16 bits a B off a sector is staged K-major alone (a
+row-major A as given beside it) and an A off one alone is read as planes of rows; tf32
+stages B K-major anyway and runs A as given; the rest pads both.
 
 3xTF32 (tf32x3) on the persistent kernel stages each operand as two tf32 halves (hi + exact
 remainder; kernels/copy.py; on the H100 one operand goes as given, its own hi half, raw_side)
