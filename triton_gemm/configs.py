@@ -514,6 +514,25 @@ def splitk_tiles(family: str) -> tuple:
     return vector + splitk_narrow_tiles(family)
 
 
+# The split-K tile of a fringe strip run beside the persistent core (dispatch.STRIP_BESIDE):
+# one core program holds 176 KB of an SM's 228 KB of shared memory (p_128x256x64_sub), so
+# the strip's programs must fit in what is left: 16x64x64 in two stages takes 20 KB, where
+# the strip's tuned tile alone (k_16x128x128_s4, 144 KB) cannot share an SM. Probe
+# (thirty-second session, H100, 4104^3 fp16, the library eager after an L2 flush, us; 245.7
+# with the strip after the core): 16x64x64 s4 two stages 239.2, three 240.0, 16x64x128 s4
+# two 240.2, 16x64x64 s8 three 243.8, 16x32x128 s4 three 247.4.
+SPLITK_BESIDE_TILES = {"half": (16, 64, 64, 4, 4, 2)}
+
+
+def splitk_beside_config(family: str) -> triton.Config:
+    """The split-K config of a strip run beside the persistent core
+    (SPLITK_BESIDE_TILES)."""
+    if family not in SPLITK_BESIDE_TILES:
+        raise ValueError(f"no split-K tile runs beside the core for family {family!r}; "
+                         f"measured for {tuple(SPLITK_BESIDE_TILES)}")
+    return _splitk_config(*SPLITK_BESIDE_TILES[family])
+
+
 def _splitk_config(bm, bn, bk, split, warps, stages) -> triton.Config:
     return triton.Config({"BM": bm, "BN": bn, "BK": bk, "SPLIT": split},
                          num_warps=warps, num_stages=stages)

@@ -416,6 +416,19 @@ FRINGE_TILE = 128
 # Wider strips and longer K run on the split-K kernel. Reasoned, not measured.
 STRIP_IN_COPY_MAX_COLS = 8
 STRIP_IN_COPY_MAX_TILES = 256
+# A 16-bit column strip left to the split-K kernel (no copy of A) runs beside the core
+# instead of after it: the core lets the next launch start once it has started
+# (persistent's TRIGGER) and the strip's programs, small enough to share an SM with a core
+# program (configs.splitk_beside_config), wait for the core only at their end (splitk's
+# BESIDE), so the strip's reads of A overlap the core's compute-bound run. Probe
+# (thirty-second session, H100, the library eager after an L2 flush, interleaved rounds,
+# us, after -> beside (cuBLAS)): 4104^3 fp16 245.7 -> 239.2 (215.2), bf16 237.3 -> 229.3
+# (207.5), 4096x4104x4104 fp16 244.1 -> 236.4 (236.8), 2048x4104x4104 132.8 -> 128.6
+# (119.9), 2056^3 49.4 -> 47.4 (32.5), 8200^3 1849 -> 1836 (1708). The strip alone costs
+# ~19 us there (perf/timeline.py, 4104^3 fp16: partials 16.4, reduce 2.7); beside, it
+# still takes ~6-7 us from the core. Other fringes (a row strip, any fp32 strip) still run
+# after the core.
+STRIP_BESIDE = True
 
 
 def _waves(m: int, n: int, sms: int) -> int:
@@ -763,18 +776,22 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     # The core first: a planned (not replayed) call spends ~100 us of host time launching
     # it (perf/timeline.py, 4097^3 fp16: the GPU idled 98 us when the split-K strip went
     # first), which the core's own run then hides from what follows.
+    beside = (STRIP_BESIDE and partials is None and cols < n
+              and a.dtype in (torch.float16, torch.bfloat16))
     _tiled(a[:, :rows], b[:, :, :cols], out[:, :rows, :cols],
-           None if d3 is None else d3[:, :rows, :cols], p, lo, **epilogue)
+           None if d3 is None else d3[:, :rows, :cols], p, lo, trigger=beside, **epilogue)
     _fringe(a[0], b[0], out[0], None if d3 is None else d3[0], rows, cols, partials,
-            **epilogue)
+            beside=beside, **epilogue)
     return out
 
 
-def _fringe(a, b, out, d, rows: int, cols: int, partials, **epilogue) -> None:
+def _fringe(a, b, out, d, rows: int, cols: int, partials, beside: bool = False,
+            **epilogue) -> None:
     """The fringe of a plan with a core: out's columns from `cols` on (every row), then its
     rows from `rows` on (left of `cols`). 2-D a (M, K), b (K, NB), NB >= N (a padded copy's
     zero columns past N), out (M, N), d None or (M, N); partials: the column strip's
-    partial products from A's copy, else None (the split-K kernel computes the strip)."""
+    partial products from A's copy, else None (the split-K kernel computes the strip);
+    beside: the column strip's split-K kernel runs beside the core (STRIP_BESIDE)."""
     n = out.shape[1]
     if cols < n:
         strip_d = None if d is None else d[:, cols:]
@@ -785,16 +802,19 @@ def _fringe(a, b, out, d, rows: int, cols: int, partials, **epilogue) -> None:
         else:
             # A column strip is a skinny product transposed: out[:, c:]^T = b[:, c:]^T a^T.
             _splitk.matmul_2d(b[:, cols:n].T, a.T, out[:, cols:].T,
-                              None if strip_d is None else strip_d.T, **epilogue)
+                              None if strip_d is None else strip_d.T, beside=beside,
+                              **epilogue)
     if rows < out.shape[0]:
         _splitk.matmul_2d(a[rows:], b, out[rows:, :cols],
                           None if d is None else d[rows:, :cols], **epilogue)
 
 
-def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation) -> None:
+def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
+           trigger=False) -> None:
     """out = act(alpha * a @ b + beta * d) on the plan's kernel for staged (B, M, K) a,
     (B, K, N) b (N or more columns) and (B, M, N) out; lo: the tf32 remainders of a
-    split_tf32 plan."""
+    split_tf32 plan; trigger: the persistent kernel lets the next launch start beside it
+    (STRIP_BESIDE)."""
     n = out.shape[2]
     # The single-product kernels take 2-D operands: D broadcast to the one output matrix.
     d2 = (None if d is None or not (p.split_k or p.persistent or p.gemv)
@@ -812,7 +832,8 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation) -> 
         # An unaligned output (4097 columns) is stored without TMA, straight into out.
         _persistent.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                               precision=precision, activation=activation,
-                              lo=None if lo is None else (lo.a[0], lo.b[0, :, :n]))
+                              lo=None if lo is None else (lo.a[0], lo.b[0, :, :n]),
+                              trigger=trigger)
         return
     if lo is not None:
         # hi + lo == the operand exactly (a raw operand is the operand): plain tf32x3 on

@@ -16,7 +16,7 @@ import functools
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_wait
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .. import configs
@@ -215,6 +215,7 @@ def _persistent_kernel(
     A_PLANES: tl.constexpr, K_SHIFT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, DEPENDENT: tl.constexpr,
+    TRIGGER: tl.constexpr,
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K) @ B (+ beta * D).
 
@@ -240,9 +241,12 @@ def _persistent_kernel(
     hold A's and C's even rows, then their odd rows; each tile takes rows of one parity,
     and an odd tile's K steps start K_SHIFT columns early (the columns before 0 read as
     zero, in A and B alike), where its rows' boxes start on a 32-byte sector.
-    DEPENDENT: see common.dependent_launch.
+    DEPENDENT: see common.dependent_launch. TRIGGER (with DEPENDENT): once the kernel before
+    has finished, let the kernel launched after this one start beside it (a fringe strip
+    run beside the core, dispatch.STRIP_BESIDE).
     """
     tl.static_assert(not (SPLIT and HALF_TAIL))
+    tl.static_assert(DEPENDENT or not TRIGGER)
     tl.static_assert(A_PLANES == 1 or not (SPLIT or HALF_TAIL or A_M_MAJOR))
     if SPLIT:
         # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
@@ -250,6 +254,8 @@ def _persistent_kernel(
         tl.static_assert(HI_FLUSH_K % (2 * BK) == 0)
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
+    if TRIGGER:
+        gdc_launch_dependents()
 
     plane_tiles = tl.cdiv(tl.cdiv(M, A_PLANES), BM)  # rows of tiles per plane
     num_pid_m = A_PLANES * plane_tiles
@@ -536,10 +542,13 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str
 
 
 def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activation=0,
-              config=None, lo=None):
+              config=None, lo=None, trigger=False):
     """out = alpha * a @ b + beta * d on 2-D operands that supports() accepts.
 
     d: None or broadcastable to out by strides. config pins a triton.Config (tests).
+    trigger: the next kernel on the stream may start beside this one (TRIGGER; where
+    launches are dependent, common.dependent_launch): it must not read what this one
+    writes.
     lo: (a_lo, b_lo) for 3xTF32 from staged halves (copy.split_job): a and b then hold the
     tf32-rounded operands, B K-major, and each lo its remainder with the same strides; or
     one of a and b is the operand itself, its lo from copy.remainder_job (GPUs in
@@ -577,6 +586,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
                 A_PLANES=planes,
                 K_SHIFT=PLANE_SHIFT_BYTES // a.element_size() if planes == 2 else 0,
                 **dependent_meta(a.device))
+    meta["TRIGGER"] = trigger and meta["DEPENDENT"]
 
     def grid(meta_):
         return (programs(meta_["BM"], meta_["BN"], m, n, num_sms, half_tail, planes),)
