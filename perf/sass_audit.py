@@ -129,6 +129,7 @@ def compile_plain(dtype: str, precision: str, config, b_k_major: bool, has_d: bo
     unit = ["stride_ak", "stride_cn", "stride_dn", "stride_bk" if b_k_major else "stride_bn"]
     const = dict(PRECISION=precision, HAS_D=has_d, UPCAST=False, INT64=False, ACTIVATION=0,
                  VEC=0, A_M_MAJOR=False, B_K_MAJOR=b_k_major, DEPENDENT=arch == "sm_90a",
+                 BESIDE=False,
                  **config.kwargs, **dict.fromkeys(unit, 1))
     sig = {name: f"*{dtype}" if name.endswith("_ptr") else "fp32" if name in ("alpha", "beta")
            else "i32" for name in _matmul_kernel.arg_names}

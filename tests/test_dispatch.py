@@ -652,29 +652,39 @@ def test_thin_column_strips_ride_on_the_copy_of_a(monkeypatch, plan, in_copy):
     (torch.float16, "half", False, False), (torch.float32, "tf32", True, False)])
 def test_column_strips_on_split_k_run_beside_the_core(monkeypatch, dtype, precision, on,
                                                       beside):
-    """A 16-bit column strip left to the split-K kernel asks to run beside the core
-    (STRIP_BESIDE): the core's launch lets it start, the strip's waits for the core at its
-    end. fp32 strips, and all strips with STRIP_BESIDE off, run after the core. The answer
-    is the same either way (the interpreter runs both launches in order)."""
-    seen = {}
-    tiled, split_k = dispatch._tiled, dispatch._splitk.matmul_2d
+    """A 16-bit column strip the split-K kernel would run after the core runs beside it on
+    the plain kernel (STRIP_BESIDE): the core's launch lets it start, the strip's waits for
+    the core at its end. fp32 strips, and all strips with STRIP_BESIDE off, run after the
+    core on the split-K kernel. The answer is the same either way (the interpreter runs
+    both launches in order)."""
+    seen = {"plain": 0, "split_k": 0}
+    tiled, plain, split_k = dispatch._tiled, dispatch._kernel.matmul_3d, \
+        dispatch._splitk.matmul_2d
 
     def core(*args, **kwargs):
         seen["trigger"] = kwargs.get("trigger", False)
         return tiled(*args, **kwargs)
 
-    def strip(*args, **kwargs):
+    def plain_strip(*args, **kwargs):
+        seen["plain"] += 1
         seen["beside"] = kwargs.get("beside", False)
+        return plain(*args, **kwargs)
+
+    def split_k_strip(*args, **kwargs):
+        seen["split_k"] += 1
         return split_k(*args, **kwargs)
     monkeypatch.setattr(dispatch, "STRIP_BESIDE", on)
     monkeypatch.setattr(dispatch, "_tiled", core)
-    monkeypatch.setattr(dispatch._splitk, "matmul_2d", strip)
+    monkeypatch.setattr(dispatch._kernel, "matmul_3d", plain_strip)
+    monkeypatch.setattr(dispatch._splitk, "matmul_2d", split_k_strip)
     a, b = randn(1, 136, 72, dtype=dtype), randn(1, 72, 140, dtype=dtype)
     d = randn(140, dtype=dtype)
     out = torch.full((1, 136, 140), float("nan"), dtype=dtype, device=a.device)
     plan = dispatch.Plan(False, False, False, True, core=(136, 128))  # 12 columns, A given
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, force=plan)
-    assert seen == {"trigger": beside, "beside": beside}
+    # The core runs on the plain kernel in the interpreter (dispatch._tiled's fallback).
+    assert seen["trigger"] == beside and seen.get("beside", False) == beside, seen
+    assert seen["split_k"] == (not beside), seen
     ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
     assert_close(out, ref, dtype, None if precision == "half" else precision, str(plan))
 
@@ -683,9 +693,10 @@ def test_column_strips_on_split_k_run_beside_the_core(monkeypatch, dtype, precis
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_strips_beside_the_core_are_right_call_after_call(dtype):
     """A B off a sector at PITCH_PAD_MIN_MN (staged K-major, A as given) cuts an 8-column
-    strip that runs beside the core on its own tile: every eager call (planned, then
-    replayed) and a CUDA-graph replay fill the whole poisoned output, the bias included, so
-    the reduce after the strip never ran ahead of the core."""
+    strip that runs beside the core on the plain kernel's beside tile: every eager call
+    (planned, then
+    replayed) and a CUDA-graph replay fill the whole poisoned output, the bias included,
+    and the kernel after the call sees both finished."""
     import triton_gemm
     big = dispatch.PITCH_PAD_MIN_MN
     m, n, k = big, big + 8, big + 8
@@ -694,7 +705,7 @@ def test_strips_beside_the_core_are_right_call_after_call(dtype):
     p = dispatch.plan(a[None], b[None], "half", *_persistent.gpu_sms(a.device))
     assert p.core == (m, big) and p.b_k_major and not p.a_k_major, p
     ref = a.double() @ b.double() + bias.double()
-    beside_tile = configs.config_name(configs.splitk_beside_config("half"), "half")
+    beside_tile = configs.config_name(configs.plain_beside_config("half"), "half")
     for call in range(6):
         out = torch.full((m, n), float("nan"), dtype=dtype, device=a.device)
         triton_gemm.addmm(bias, a, b, out=out)

@@ -514,23 +514,28 @@ def splitk_tiles(family: str) -> tuple:
     return vector + splitk_narrow_tiles(family)
 
 
-# The split-K tile of a fringe strip run beside the persistent core (dispatch.STRIP_BESIDE):
-# one core program holds 176 KB of an SM's 228 KB of shared memory (p_128x256x64_sub), so
-# the strip's programs must fit in what is left: 16x64x64 in two stages takes 20 KB, where
-# the strip's tuned tile alone (k_16x128x128_s4, 144 KB) cannot share an SM. Probe
-# (thirty-second session, H100, 4104^3 fp16, the library eager after an L2 flush, us; 245.7
-# with the strip after the core): 16x64x64 s4 two stages 239.2, three 240.0, 16x64x128 s4
-# two 240.2, 16x64x64 s8 three 243.8, 16x32x128 s4 three 247.4.
-SPLITK_BESIDE_TILES = {"half": (16, 64, 64, 4, 4, 2)}
+# The plain kernel's tile of a fringe strip run beside the persistent core
+# (dispatch.STRIP_BESIDE): one core program holds 176 KB of an SM's 228 KB of shared memory
+# (p_128x256x64_sub), so the strip's programs must fit in what is left; 16x32x128 in three
+# stages takes 36 KB. One launch with the epilogue, no partials and no reduce after the
+# core. Probe (thirty-second session, H100, the library eager after an L2 flush,
+# interleaved rounds, two runs, us; 4104^3 fp16 / bf16 / 2048x4104x4104 fp16): this tile
+# 234.2, 232.4 / 225.1, 225.2 / 125.7, 126.0; four stages 234.1 / 225.1 / 125.5; 16x32x64
+# four 234.2 / 226.3 / 125.6; 16x16x128 three 236.1 / 228.1 / 126.0; 16x64x128 two 243.1 /
+# 232.0 / 139.0; 16x64x64 two 250.2 / 237.8 / 147.9; 16x128x64 two 266.5 / 253.8 / 162.9
+# (few programs, each a long K loop). On the split-K kernel beside the core (16x64x64, 4
+# slices, 20 KB, then its reduce after the core) 233.9, 235.8 / 227.5, 228.3 / 127.5, 127.7;
+# the strip after the core 241.4, 246.5 / 235.3, 237.4 / 132.0, 132.1.
+PLAIN_BESIDE_TILES = {"half": (16, 32, 128, 4, 3)}
 
 
-def splitk_beside_config(family: str) -> triton.Config:
-    """The split-K config of a strip run beside the persistent core
-    (SPLITK_BESIDE_TILES)."""
-    if family not in SPLITK_BESIDE_TILES:
-        raise ValueError(f"no split-K tile runs beside the core for family {family!r}; "
-                         f"measured for {tuple(SPLITK_BESIDE_TILES)}")
-    return _splitk_config(*SPLITK_BESIDE_TILES[family])
+def plain_beside_config(family: str) -> triton.Config:
+    """The plain kernel's config of a strip run beside the persistent core
+    (PLAIN_BESIDE_TILES)."""
+    if family not in PLAIN_BESIDE_TILES:
+        raise ValueError(f"no plain-kernel tile runs beside the core for family "
+                         f"{family!r}; measured for {tuple(PLAIN_BESIDE_TILES)}")
+    return _config(("", *PLAIN_BESIDE_TILES[family]))
 
 
 def _splitk_config(bm, bn, bk, split, warps, stages) -> triton.Config:

@@ -416,18 +416,19 @@ FRINGE_TILE = 128
 # Wider strips and longer K run on the split-K kernel. Reasoned, not measured.
 STRIP_IN_COPY_MAX_COLS = 8
 STRIP_IN_COPY_MAX_TILES = 256
-# A 16-bit column strip left to the split-K kernel (no copy of A) runs beside the core
-# instead of after it: the core lets the next launch start once it has started
-# (persistent's TRIGGER) and the strip's programs, small enough to share an SM with a core
-# program (configs.splitk_beside_config), wait for the core only at their end (splitk's
-# BESIDE), so the strip's reads of A overlap the core's compute-bound run. Probe
-# (thirty-second session, H100, the library eager after an L2 flush, interleaved rounds,
-# us, after -> beside (cuBLAS)): 4104^3 fp16 245.7 -> 239.2 (215.2), bf16 237.3 -> 229.3
-# (207.5), 4096x4104x4104 fp16 244.1 -> 236.4 (236.8), 2048x4104x4104 132.8 -> 128.6
-# (119.9), 2056^3 49.4 -> 47.4 (32.5), 8200^3 1849 -> 1836 (1708). The strip alone costs
-# ~19 us there (perf/timeline.py, 4104^3 fp16: partials 16.4, reduce 2.7); beside, it
-# still takes ~6-7 us from the core. Other fringes (a row strip, any fp32 strip) still run
-# after the core.
+# A 16-bit column strip that would run on the split-K kernel after a persistent core (no
+# copy of A) runs beside the core instead, on the plain kernel: the core lets the next
+# launch start once it has started (persistent's TRIGGER), and the strip's programs, small
+# enough to share an SM with a core program (configs.plain_beside_config), wait for the
+# core only at their end (matmul's BESIDE), so the strip's reads of A overlap the core's
+# compute-bound run, and no reduce is left after the core. Probe (thirty-second session,
+# H100, the library eager after an L2 flush, interleaved rounds, us, after -> beside
+# (cuBLAS)): 4104^3 fp16 246.5 -> 232.4 (212.5-225.6 across runs), bf16 237.4 -> 225.2
+# (205.0-211.6), 2048x4104x4104 132.1 -> 126.0 (119.2); on the split-K kernel beside (an
+# earlier form of this) 4096x4104x4104 244.1 -> 236.4 (236.8), 2056^3 49.4 -> 47.4 (32.5),
+# 8200^3 1849 -> 1836 (1708). The strip after the core costs ~19 us at 4104^3
+# (perf/timeline.py, fp16: partials 16.4, reduce 2.7). Other fringes (a row strip, any
+# fp32 strip) still run after the core on the split-K kernel.
 STRIP_BESIDE = True
 
 
@@ -776,7 +777,7 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     # The core first: a planned (not replayed) call spends ~100 us of host time launching
     # it (perf/timeline.py, 4097^3 fp16: the GPU idled 98 us when the split-K strip went
     # first), which the core's own run then hides from what follows.
-    beside = (STRIP_BESIDE and partials is None and cols < n
+    beside = (STRIP_BESIDE and p.persistent and partials is None and cols < n
               and a.dtype in (torch.float16, torch.bfloat16))
     _tiled(a[:, :rows], b[:, :, :cols], out[:, :rows, :cols],
            None if d3 is None else d3[:, :rows, :cols], p, lo, trigger=beside, **epilogue)
@@ -791,7 +792,7 @@ def _fringe(a, b, out, d, rows: int, cols: int, partials, beside: bool = False,
     rows from `rows` on (left of `cols`). 2-D a (M, K), b (K, NB), NB >= N (a padded copy's
     zero columns past N), out (M, N), d None or (M, N); partials: the column strip's
     partial products from A's copy, else None (the split-K kernel computes the strip);
-    beside: the column strip's split-K kernel runs beside the core (STRIP_BESIDE)."""
+    beside: the column strip runs beside the core, on the plain kernel (STRIP_BESIDE)."""
     n = out.shape[1]
     if cols < n:
         strip_d = None if d is None else d[:, cols:]
@@ -801,9 +802,14 @@ def _fringe(a, b, out, d, rows: int, cols: int, partials, beside: bool = False,
                            activation=epilogue["activation"])
         else:
             # A column strip is a skinny product transposed: out[:, c:]^T = b[:, c:]^T a^T.
-            _splitk.matmul_2d(b[:, cols:n].T, a.T, out[:, cols:].T,
-                              None if strip_d is None else strip_d.T, beside=beside,
-                              **epilogue)
+            if beside:  # one launch with the epilogue: no reduce to wait for the core
+                _kernel.matmul_3d(b[None, :, cols:n].transpose(1, 2), a.T[None],
+                                  out[None, :, cols:].transpose(1, 2),
+                                  None if strip_d is None else strip_d.T[None], beside=True,
+                                  **epilogue)
+            else:
+                _splitk.matmul_2d(b[:, cols:n].T, a.T, out[:, cols:].T,
+                                  None if strip_d is None else strip_d.T, **epilogue)
     if rows < out.shape[0]:
         _splitk.matmul_2d(a[rows:], b, out[rows:, :cols],
                           None if d is None else d[rows:, :cols], **epilogue)

@@ -27,7 +27,7 @@ def _matmul_kernel(
     ACTIVATION: tl.constexpr, VEC: tl.constexpr, A_M_MAJOR: tl.constexpr,
     B_K_MAJOR: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-    DEPENDENT: tl.constexpr,
+    DEPENDENT: tl.constexpr, BESIDE: tl.constexpr,
 ):
     """One BM x BN tile of C[batch] = alpha * A[batch] @ B[batch] (+ beta * D[batch]).
 
@@ -47,9 +47,13 @@ def _matmul_kernel(
     N-contiguous (stride_bn is 1), their other strides, K, (A M-contiguous) MA and (B
     N-contiguous) NB multiples of VEC elements (16 bytes), so the loads stay 16 bytes wide
     (fp16 K = 1000).
-    DEPENDENT: see common.dependent_launch.
+    DEPENDENT: see common.dependent_launch. BESIDE (with DEPENDENT): launched after a kernel
+    that lets it start early (persistent's TRIGGER) and that neither reads what it writes
+    nor writes what it reads, so it runs beside that kernel and waits for it only at its
+    end (dispatch.STRIP_BESIDE).
     """
-    if DEPENDENT:
+    tl.static_assert(DEPENDENT or not BESIDE)
+    if DEPENDENT and not BESIDE:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BM)
@@ -129,6 +133,8 @@ def _matmul_kernel(
     c_ptrs = (c_ptr + batch64 * stride_cb + offs_m[:, None] * stride_cm
               + offs_n[None, :] * stride_cn)
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+    if BESIDE:
+        gdc_wait()
 
 
 _TUNED = make_tuners(_matmul_kernel, "matmul",
@@ -179,14 +185,18 @@ def vector_width(a: torch.Tensor, b: torch.Tensor, k: int,
 
 
 def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
-              config=None):
+              config=None, beside=False):
     """Launch on 3-D operands: out[i] = alpha * a[i, :M] @ b[i, :, :N] + beta * d[i].
 
     a: (B, MA, K), b: (B, K, NB), out: (B, M, N) with MA >= M, NB >= N, on one device,
     same dtype; d None or broadcastable to out by strides (expanded views, stride 0
     allowed). precision is a resolved name ("ieee", "tf32", "tf32x3"; any for 16-bit
     operands). activation: an epilogue.ACTIVATIONS code applied to the result. config pins
-    a triton.Config instead of autotuning (tests pin every config this way). Returns out.
+    a triton.Config instead of autotuning (tests pin every config this way). beside: run
+    beside the kernel launched before (BESIDE, where launches are dependent:
+    common.dependent_launch), on configs.plain_beside_config unless config is given; that
+    kernel must have been launched with its TRIGGER, must not write a, b or d and must not
+    touch out. Returns out.
     """
     batch, ma, k = a.shape
     m, n, nb = out.shape[1], out.shape[2], b.shape[2]
@@ -205,11 +215,14 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     meta = dict(PRECISION=dot_prec, HAS_D=has_d, INT64=int64, ACTIVATION=activation,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, VEC=vec,
                 A_M_MAJOR=a_m_major, B_K_MAJOR=b_k_major, **dependent_meta(a.device))
+    meta["BESIDE"] = beside and meta["DEPENDENT"]
 
     def grid(meta_):
         return (batch * triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"]),)
 
     family = configs.family_for(a.dtype, precision)
+    if config is None and meta["BESIDE"]:
+        config = configs.plain_beside_config(family)
     if config is None and INTERPRETER:
         config = configs.interpreter_config()
     elif config is None and not AUTOTUNE:

@@ -79,7 +79,7 @@ def _splitk_partial_kernel(
     A_VEC: tl.constexpr, A_M_RUNS: tl.constexpr,
     B_VEC: tl.constexpr, B_N_RUNS: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
-    DEPENDENT: tl.constexpr, BESIDE: tl.constexpr,
+    DEPENDENT: tl.constexpr,
 ):
     """W[s] = A[:M, Ks] @ B[Ks, :N] for K slice s (a multiple of BK long). A (MA, K), B (K,
     NB) with any strides, MA >= M, NB >= N (more when a padded copy: edge tiles then read
@@ -91,12 +91,8 @@ def _splitk_partial_kernel(
     specialisation (multiples of 16 elements) cannot see (vector_hints): A contiguous
     along M (A_M_RUNS) or K, its other stride and its extent along the runs multiples of
     A_VEC elements; B_VEC and B_N_RUNS the same for B. DEPENDENT: see
-    common.dependent_launch. BESIDE (with DEPENDENT): launched after a kernel that lets it
-    start early (persistent's TRIGGER) and reads nothing that kernel writes, so it runs
-    beside it and waits for it only at its end: the reduce after it, which waits for this
-    kernel, then waits for both."""
-    tl.static_assert(DEPENDENT or not BESIDE)
-    if DEPENDENT and not BESIDE:
+    common.dependent_launch."""
+    if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     pid = tl.program_id(0)
     num_pid_n = tl.cdiv(N, BN)
@@ -160,8 +156,6 @@ def _splitk_partial_kernel(
 
     w_ptrs = w_ptr + split * M * N + offs_m[:, None] * N + offs_n[None, :]
     tl.store(w_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-    if BESIDE:
-        gdc_wait()
 
 
 @triton.jit
@@ -272,15 +266,11 @@ def supports(a, b, out, d=None) -> bool:
 
 
 def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=0,
-              config=None, beside=False):
+              config=None):
     """out = act(alpha * a[:M] @ b[:, :N] + beta * d) for 2-D a (MA, K), b (K, NB), out
     (M, N), MA >= M and NB >= N (zero-padded copies: the kernel reads their padding), any
     strides, that supports() accepts; d None or broadcastable to out by strides. config
-    pins a triton.Config of configs.splitk_configs (tests). beside: the partial products
-    run beside the kernel launched before them (BESIDE, where launches are dependent:
-    common.dependent_launch), on configs.splitk_beside_config unless config is given; that
-    kernel must have been launched with its TRIGGER and must not write a, b or d. Returns
-    out."""
+    pins a triton.Config of configs.splitk_configs (tests). Returns out."""
     ma, k = a.shape
     nb = b.shape[1]
     m, n = out.shape
@@ -294,10 +284,6 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     dot_prec = dot_precision(a.dtype, precision)
     family = configs.family_for(a.dtype, precision)
     narrow = narrow_loads(a, b)
-    dependent = dependent_meta(a.device)
-    beside = beside and dependent["DEPENDENT"]
-    if config is None and beside:
-        config = configs.splitk_beside_config(family)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.splitk_default_config(family, m, n, k, narrow)
     tuning = tuning_args(m, n, k, a, b)
@@ -309,7 +295,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     args = (a, b, work, m, n, k, ma, nb, *a.stride(), *b.stride(), *tuning)
     meta = dict(PRECISION=dot_prec, HAS_D=has_d,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, **vector_hints(a, b),
-                **dependent, BESIDE=beside)
+                **dependent_meta(a.device))
 
     def grid(meta_):
         tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
