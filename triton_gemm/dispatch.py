@@ -46,10 +46,11 @@ halves costs more than the faster kernel saves (_halves_pay).
 A thin fringe of output columns (or rows, B K-major) that would cost the persistent kernel a
 whole wave of tiles (4097^3: 561 tiles of 128x256, five waves on 132 SMs; 528 without the last
 column) runs apart as a skinny product: on the split-K kernel, or inside the copy of A where
-the plan makes one (Plan.core, _fringe_core). Where the last wave of 128x256 tiles is at
-most half full after few waves (2208^3: a wave and 30 tiles) and B is at most 8192 columns
-wide, the rows of the whole waves run first and the rest as a second launch on its own
-tile (Plan.wave_rows, _wave_rows).
+the plan makes one (Plan.core, _fringe_core); a 16-bit column strip of an A read as given
+runs beside the persistent core, on the plain kernel (STRIP_BESIDE). Where the last wave of
+128x256 tiles is at most half full after few waves (2208^3: a wave and 30 tiles) and B is
+at most 8192 columns wide, the rows of the whole waves run first and the rest as a second
+launch on its own tile (Plan.wave_rows, _wave_rows).
 
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
