@@ -650,8 +650,8 @@ def test_thin_column_strips_ride_on_the_copy_of_a(monkeypatch, plan, in_copy):
 @pytest.mark.parametrize("dtype,precision,on,beside", [
     (torch.float16, "half", True, True), (torch.bfloat16, "half", True, True),
     (torch.float16, "half", False, False), (torch.float32, "tf32", True, False)])
-def test_column_strips_on_split_k_run_beside_the_core(monkeypatch, dtype, precision, on,
-                                                      beside):
+def test_column_strips_of_a_as_given_run_beside_the_core(monkeypatch, dtype, precision, on,
+                                                         beside):
     """A 16-bit column strip the split-K kernel would run after the core runs beside it on
     the plain kernel (STRIP_BESIDE): the core's launch lets it start, the strip's waits for
     the core at its end. fp32 strips, and all strips with STRIP_BESIDE off, run after the

@@ -434,9 +434,9 @@ def gpu_sms(device: torch.device) -> tuple[int | None, bool]:
 
 
 # TMA boxes whose rows start 16 bytes into a 32-byte sector (SECTOR_BYTES, also what
-# dispatch._off_sector pads for) load slowly (dispatch's
-# PITCH_PAD_MIN_MN has the figures). In a row-major A whose row pitch is an odd multiple of
-# 16 bytes that is every odd row, at any column that is a multiple of 32 bytes. Read as two
+# dispatch._off_sector pads for) load slowly (dispatch's PITCH_PAD_MIN_MN has the
+# figures). In a row-major A whose row pitch is an odd multiple of 16 bytes that is every
+# odd row, at any column that is a multiple of 32 bytes. Read as two
 # planes, even rows and odd rows (A_PLANES), the odd rows' K steps can start 16 bytes early
 # (K_SHIFT), on a sector; B's K steps move with them, and the columns before 0 read as zero
 # in both. Kernel alone, H100, CUDA-graph time after an L2 flush, medians of three
@@ -547,8 +547,8 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
 
     d: None or broadcastable to out by strides. config pins a triton.Config (tests).
     trigger: the next kernel on the stream may start beside this one (TRIGGER; where
-    launches are dependent, common.dependent_launch): it must not read what this one
-    writes.
+    launches are dependent, common.dependent_launch): it must neither read what this one
+    writes nor write what this one reads.
     lo: (a_lo, b_lo) for 3xTF32 from staged halves (copy.split_job): a and b then hold the
     tf32-rounded operands, B K-major, and each lo its remainder with the same strides; or
     one of a and b is the operand itself, its lo from copy.remainder_job (GPUs in
