@@ -174,6 +174,10 @@ PERSISTENT_TILE = 128
 # fp16 nt, L2 flushed, best mid tile against the plain kernel as tuned (cuBLAS):
 # 128x4096x4096 26.0 vs 30.1 us (22.3), 128x4096x11008 52.6 vs 62.5 (48.3), 128x8192x28672
 # 184.5 vs 192.2 (190.2), 256x4096x4096 28.7 vs 32.4 (26.4); 1024^3 (not mid-M) 12.3 vs 11.1.
+# These run at the memory floor: 128x11008x4096 nt fp16 39.0 us, torch.sum over as many
+# bytes 39.5, cuBLAS 39.1; split-K on 128-row tiles (fewer re-reads of A from L2) took
+# 57.2-77.3 over seven tiles, 128x64 to 128x256 in 2-8 slices (tile_probe.py, H100, eager
+# after an L2 flush, three interleaved rounds; a probe, thirty-third session).
 MID_MIN_WEIGHT = 4096 * 4096
 
 # Split K when the product has at most half as many SPLITK_TILE x SPLITK_TILE output tiles as
@@ -219,7 +223,12 @@ SKINNY_M = 64
 # plain kernel's M-major VEC hint 8x4104x4104 21.2 vs 20.2 (18.1), 16 rows 20.7 vs 20.6
 # (20.4), 32 rows 22.3 vs 22.1 (18.1), 64 rows 25.3 vs 24.1 (22.3). tf32 (same probe,
 # another run): 8x4096x4096 28.4 vs 29.6 (31.6), 16x8192x8192 96.0 vs 97.3 (96.6),
-# 64x8192x8192 104.8 vs 142.9 (104.8), 16x11008x4096 69.5 vs 69.4 (71.1).
+# 64x8192x8192 104.8 vs 142.9 (104.8), 16x11008x4096 69.5 vs 69.4 (71.1). Nor on the
+# persistent kernel, its TMA reading the weight as an M-major A (a probe, not kept,
+# thirty-third session; H100, fp16, eager after an L2 flush, us; split-K as tuned 20.1,
+# cuBLAS 18.4): 8x4104x4104 on 64x16 tiles, BK 128 s6 / 256 s4 / 64 s10, 19.5 / 19.4 /
+# 21.7 for the kernel alone into a (N, M) scratch, 22.8 / 22.9 / 25.8 with the copy of C^T
+# out of it (that kernel stores row-major C only); 128x16 tiles 21.7.
 THIN_MIN_N = 4096
 # Most rows the GEMV kernel takes, per precision (above; ieee: FMA_TRANSPOSED past them).
 GEMV_MAX_M = {"ieee": 8, "tf32x3": 2}

@@ -51,7 +51,12 @@ def tma_descriptors(a, b, out, c_tma: bool, lo=None, half_tail: bool = False,
     first writes its descriptors to global memory and fences them, ~3 us at the start of
     every launch. A probe kernel on the H100 (fp16, the same tile both ways, CUDA-graph
     time, us; device-built -> host): 1000^3 128x128x64 12.0 -> 10.3 (cuBLAS 8.5), 1024^3
-    128x64x64 9.9 -> 6.2 (5.7), 2048^3 128x256x64 29.0 -> 27.3 (25.8), 4096^3 217 -> 216."""
+    128x64x64 9.9 -> 6.2 (5.7), 2048^3 128x256x64 29.0 -> 27.3 (25.8), 4096^3 217 -> 216.
+    Prefetching the host descriptors (prefetch.param.tensormap before gdc_wait) changed
+    nothing (a probe, not kept, thirty-third session; H100, CUDA-graph time after an L2
+    flush, medians of five rounds, us, without -> with): 1000^3 fp16 13.28 -> 13.28,
+    1024^3 12.06 -> 12.10, 2048^3 28.83 -> 28.83, 4096^3 191.0 -> 190.9, 128x4096x4096 nt
+    18.46 -> 18.43, 1000^3 nt tf32 17.98 -> 17.92."""
     def desc(t, rows_by_cols):
         return TensorDescriptor(t, list(rows_by_cols), [t.stride(0), 1], _PLACEHOLDER_BLOCK)
 
