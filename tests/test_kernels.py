@@ -283,9 +283,11 @@ def test_persistent_runs_a_part_wave_tail_as_half_tiles(family, dtype, precision
 
 @pytest.mark.parametrize("half_tail", [False, True])
 def test_persistent_grid_gives_every_program_work_and_every_tile_a_program(half_tail):
-    """persistent.programs against the kernel's own walk (whole tiles pid, pid + sms, ...,
-    then tail halves pid, pid + sms, ...): every tile and half run once, no program idle.
-    1000^3 in 128x128 tiles (64 on 132 SMs) once launched 128 programs."""
+    """persistent.programs against the kernel's own walk (whole tiles pid, pid + grid, ...,
+    then tail halves pid, pid + sms, ...): every tile and half run once, no program idle,
+    and the whole tiles in as many waves as sms programs would take, shared evenly
+    (BALANCED_WAVES). 1000^3 in 128x128 tiles (64 on 132 SMs) once launched 128
+    programs."""
     sms = 132
     cases = [(bm, bn, m, n) for bm, bn in ((128, 128), (128, 256), (64, 128))
              for m in (1, 127, 1000, 1536, 2048, 4097) for n in (64, 1000, 4096, 11008)]
@@ -293,15 +295,20 @@ def test_persistent_grid_gives_every_program_work_and_every_tile_a_program(half_
         tiles = -(-m // bm) * -(-n // bn)
         tail = persistent._tail_tiles(bm, bn, m, n, sms) if half_tail else 0
         grid = persistent.programs(bm, bn, m, n, sms, half_tail)
-        work = [list(range(pid, tiles - tail, sms)) + list(range(pid, 2 * tail, sms))
-                for pid in range(grid)]
+        whole = [list(range(pid, tiles - tail, grid)) for pid in range(grid)]
+        work = [w + list(range(pid, 2 * tail, sms)) for pid, w in enumerate(whole)]
         label = (bm, bn, m, n, grid)
         assert all(work), label
-        assert sorted(t for pid in range(grid) for t in range(pid, tiles - tail, sms)) \
-            == list(range(tiles - tail)), label
+        assert sorted(t for w in whole for t in w) == list(range(tiles - tail)), label
         assert grid >= 2 * tail and grid <= sms, label
+        if not tail:
+            counts = {len(w) for w in whole}
+            assert max(counts) == -(-tiles // sms) and max(counts) - min(counts) <= 1, label
     assert persistent.programs(128, 128, 1000, 1000, sms, True) == 64
     assert persistent.programs(128, 256, 1000, 1000, sms, True) == 64  # 32 tiles as halves
+    # 4096^3: 512 tiles of 128x256, four waves on 132 SMs, so 128 programs of four each
+    assert persistent.programs(128, 256, 4096, 4096, sms, True) == 128
+    assert persistent.programs(128, 256, 33 * 128, 4096, sms, True) == 132  # 4 * 132 tiles
 
 
 @triton.jit
@@ -532,7 +539,8 @@ def test_persistent_grid_covers_every_tile_of_both_planes():
         for m in (2, 250, 258, 1000, 4104):
             for n in (64, 1000, 4096):
                 tiles = 2 * -(-(m // 2) // bm) * -(-n // bn)
-                assert persistent.programs(bm, bn, m, n, sms, False, 2) == min(sms, tiles)
+                waves = -(-tiles // sms)
+                assert persistent.programs(bm, bn, m, n, sms, False, 2) == -(-tiles // waves)
     # 258 rows: 129 a plane, two rows of 128-row tiles each (4 in all; 3 for 258 as one)
     assert persistent.programs(128, 128, 258, 128, sms, False, 2) == 4
 

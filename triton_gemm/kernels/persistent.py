@@ -228,7 +228,8 @@ def _persistent_kernel(
     A_M_MAJOR (16-bit only: wgmma reads 32-bit operands K-major); B (K, N), or its (N, K)
     rows when B_K_MAJOR. C: c_desc when C_TMA, else masked pointer stores through c_ptr
     (any row stride, e.g. 4097); c_ptr is C either way (its dtype). D: any strides (0 to
-    broadcast); D_ROW when stride_dm is 0 (store_tile). Grid: (programs(),).
+    broadcast); D_ROW when stride_dm is 0 (store_tile). Grid: (programs(),), at most
+    NUM_SMS programs, each walking whole tiles pid, pid + grid, ... (BALANCED_WAVES).
     EPILOGUE_SUBTILE stores a TMA C as two BM x BN/2 halves. ACTIVATION:
     epilogue.ACTIVATIONS code, applied after beta * D.
     SPLIT (3xTF32 from staged halves): A and B hold float32 operands rounded to tf32 and
@@ -275,7 +276,7 @@ def _persistent_kernel(
     # flatten=True lets the compiler pipeline loads of the next tile's first K steps
     # behind the current tile's epilogue. WARP_SPECIALIZE: producer warps issue the TMA
     # loads, consumer warpgroups the dots and epilogue (not with flatten on sm_90).
-    for tile in tl.range(tl.program_id(0), num_tiles - tail, NUM_SMS,
+    for tile in tl.range(tl.program_id(0), num_tiles - tail, tl.num_programs(0),
                          flatten=not WARP_SPECIALIZE,
                          warp_specialize=WARP_SPECIALIZE):
         off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
@@ -399,10 +400,24 @@ def _halves_run(config, m: int, n: int, sms: int) -> bool:
     return _tail_tiles(config.kwargs["BM"], config.kwargs["BN"], m, n, sms) > 0
 
 
+# Whole tiles go to as few programs as take the same number of waves (ceil(tiles / sms)
+# tiles each at most): 4096^3 in 128x256 tiles (512) runs 128 programs of four tiles,
+# not 132 of which 16 run three. The makespan in tiles is the same; the H100 runs its
+# tensor cores at a power limit, and an even load over the whole run takes less power for
+# the same work than 132 SMs then 116. Probe (thirty-fourth session, H100, pinned
+# p_128x256x64_sub / its warp-specialised twin, CUDA-graph time after an L2 flush, median of
+# 6 interleaved rounds, us, 132 -> 128 programs (cuBLAS)): 8192^3 fp16 1686.6 -> 1587.5 /
+# 1639.4 -> 1591.4 (1701.9), bf16 1599.8 -> 1572.7 / 1582.1 -> 1558.6 (1584.8); 4096^3
+# fp16 190.0 -> 190.6 / 193.5 -> 191.5 (187.7), bf16 184.8 -> 183.1 / 186.4 -> 186.2
+# (182.4); 124 programs (a fifth wave) 214.6 at 4096^3 fp16.
+BALANCED_WAVES = True
+
+
 def programs(bm: int, bn: int, m: int, n: int, sms: int, half_tail: bool,
              planes: int = 1) -> int:
     """The launch's grid: a program per whole tile up to sms, or one per tail half where
-    there are more of those. No idle programs: with HALF_TAIL on for the tuner's 128x256
+    there are more of those; with no tail halves, as few programs as take as many waves
+    (BALANCED_WAVES). No idle programs: with HALF_TAIL on for the tuner's 128x256
     tiles, the 64 tiles of p_128x128x64_w4 at 1000^3 fp16 ran in 128 programs, half of them
     with no tile, at 15.4 us of CUDA-graph time against 13.8 in 64 (H100, a probe, not
     kept, nineteenth session; cuBLAS 12.1). planes: A_PLANES, whose tiles cover each plane's
@@ -410,7 +425,11 @@ def programs(bm: int, bn: int, m: int, n: int, sms: int, half_tail: bool,
     plane_rows = -(-m // planes)
     tiles = planes * -(-plane_rows // bm) * -(-n // bn)
     tail = _tail_tiles(bm, bn, m, n, sms) if half_tail else 0
-    return max(min(sms, tiles - tail), 2 * tail)
+    if tail:
+        return max(min(sms, tiles - tail), 2 * tail)
+    if BALANCED_WAVES:
+        return -(-tiles // max(1, -(-tiles // sms)))
+    return min(sms, tiles)
 
 
 _TILE_HEIGHTS = sorted({t[1] for family in PERSISTENT_FAMILIES
