@@ -438,7 +438,11 @@ STRIP_IN_COPY_MAX_TILES = 256
 # earlier form of this) 4096x4104x4104 244.1 -> 236.4 (236.8), 2056^3 49.4 -> 47.4 (32.5),
 # 8200^3 1849 -> 1836 (1708). The strip after the core costs ~19 us at 4104^3
 # (perf/timeline.py, fp16: partials 16.4, reduce 2.7). Other fringes (a row strip, any
-# fp32 strip) still run after the core on the split-K kernel.
+# fp32 strip) still run after the core on the split-K kernel. Every strip program waits
+# for the core at its end, holding its slot; only program 0 waiting (enough for the order)
+# changed nothing (probe, thirty-fourth session, H100, eager after the flush, two A/B runs,
+# us, all -> program 0): 4104^3 fp16 231.4, 232.4 -> 233.7, 232.0 (cuBLAS 207.3-208.1),
+# bf16 223.7, 223.7 -> 223.0, 224.2; 2048x4104x4104 127.7, 128.1 -> 127.6, 127.3.
 STRIP_BESIDE = True
 
 
