@@ -193,7 +193,8 @@ def test_a_tile_exactly_at_the_occupancy_share_is_tuned():
 def test_16_bit_products_with_a_wave_of_wide_tiles_tune_only_wide_tiles():
     """wide_when_a_wave keeps only 128x256-sized tiles of the 16-bit family where 128x256
     tiles fill a wave (2048x11008: 688 tiles on 132 SMs), every tile below that (2048^3:
-    128 tiles), for other families, and where the SM count is unknown."""
+    128 tiles), for other families, and where the SM count is unknown; the tall 256x128
+    tile only where it pads the output less (N = 128: 128x256 tiles pad half of it)."""
     cfgs = configs.persistent_configs("half")
 
     def kept(m, n, sms, family="half"):
@@ -201,8 +202,13 @@ def test_16_bit_products_with_a_wave_of_wide_tiles_tune_only_wide_tiles():
                 for c in configs.wide_when_a_wave(cfgs, m, n, sms, family)}
     everything = kept(1, 1, None)
     wide = kept(2048, 11008, 132)
-    assert wide and all(("128x256" in x or "256x128" in x) for x in wide)
-    assert everything - wide and all("128x128" in x for x in everything - wide)
+    assert wide and all("128x256" in x for x in wide)
+    assert kept(8192, 8192, 132) == wide
+    narrow = kept(128 * 132 * 2, 128, 132)  # 264 tiles of 128x256, each half padding
+    assert "p_256x128x64_sub" in narrow and all(("128x256" in x or "256x128" in x)
+                                               for x in narrow)
+    assert everything - wide and all(("128x128" in x or "256x128" in x)
+                                     for x in everything - wide)
     assert kept(2048, 2048, 132) == everything
     assert kept(2048, 11008, 132, "tf32") == everything
 

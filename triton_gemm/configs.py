@@ -831,16 +831,33 @@ def busy_enough(configs_in, m: int, n: int, sms: int | None) -> list:
 # 1387.2 vs 1503.1. Yet the autotuner, timing each config once, chose p_128x128x64_w4 at
 # 2048x11008x4096 fp16 (279.3 us) and 8192^3 bf16 (1665.0) in the same session. So there
 # they are not tuned. tf32's tiles: not measured this way.
+# Nor is the tall 256x128 tile where it pads the output no less than 128x256: it lost on
+# every shape probed (tile_probe.py --graph --rounds 3, H100, fp16, thirty-fourth session,
+# us, 128x256 / 256x128, subtiled, then both warp-specialised): 4096^3 189.2 / 212.1,
+# 192.6 / 207.6; 8192^3 1607.6 / 1832.3, 1648.0 / 1696.8; 2048x28672x8192 nt 1376.2 /
+# 1460.1, 1422.9 / 1482.2; 8192x4096x11008 nt 1088.2 / 1122.9, 1068.8 / 1155.9;
+# 8192x28672x8192 nt 5364.8 / 5876.1, 5490.5 / 7009.8; 8192x8192x28672 nt 5375.9 / 5800.0
+# (bf16 5260.4 / 5612.1). Yet the report's tuner chose it at 8192x8192x28672 (fp16 0.96x,
+# bf16 0.95x cuBLAS in that run).
 WIDE_TILE = 128 * 256
 WIDE_FAMILIES = ("half",)
 
 
 def wide_when_a_wave(configs_in, m: int, n: int, sms: int | None, family: str) -> list:
     """configs_in less the tiles smaller than WIDE_TILE where 128x256 tiles fill at least
-    one wave of sms (WIDE_FAMILIES only; all of them if nothing else is left)."""
+    one wave of sms (WIDE_FAMILIES only; all of them if nothing else is left), and less the
+    tall ones (BM > BN) unless they pad the m x n output less than every other wide tile."""
     if family not in WIDE_FAMILIES or not sms or -(-m // 128) * -(-n // 256) < sms:
         return list(configs_in)
     wide = [c for c in configs_in if c.kwargs["BM"] * c.kwargs["BN"] >= WIDE_TILE]
+
+    def padded(c) -> int:
+        bm, bn = c.kwargs["BM"], c.kwargs["BN"]
+        return -(-m // bm) * bm * -(-n // bn) * bn
+    flat = [padded(c) for c in wide if c.kwargs["BM"] <= c.kwargs["BN"]]
+    if flat:
+        wide = [c for c in wide
+                if c.kwargs["BM"] <= c.kwargs["BN"] or padded(c) < min(flat)]
     return wide or list(configs_in)
 
 
