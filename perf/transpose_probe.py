@@ -1,0 +1,278 @@
+"""tf32 with an N-major B (row-major (K, N), as `a @ b` gives it) turned K-major inside the
+kernel, in shared memory, against the library's plan (a K-major copy of B, then the
+persistent kernel), the library on a K-major B (the nt layout, no copy) and cuBLAS tf32,
+timed in interleaved rounds after an L2 flush (bench.gpu_median_ms, the report's eager
+measure). A probe, not a library path: it lost (README, "Which precision").
+
+    python perf/transpose_probe.py [--size 4096,8192] [--configs CONFIG ...] [--rounds 3]
+
+CONFIG is BM,BN,BK,STAGES,AHEAD,WARPS,CONST,INFLIGHT (kernel docstring). Each config is
+first checked against float64 on a NaN-poisoned output. GPU only; offline_sass() compiles
+the kernel for sm_90a without one.
+
+The kernel (Gluon, triton's explicit-layout dialect, so that the layouts are chosen here
+rather than by triton's generic re-lay of an N-major fp32 dot operand): A arrives by TMA
+into a ring of STAGES buffers; every warp loads its share of B's next tiles from global
+memory into registers (four K-consecutive elements of one column per thread, so a warp's
+load is one 128-byte run of a row) and stores them, one 16-byte store per thread, into a
+K-major 128-byte-swizzled ring, from which wgmma reads B as it reads a K-major TMA tile.
+Shared memory takes the bytes TMA would write; the loads, stores and a CTA barrier per K
+step are what it adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
+                                                              tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import triton_gemm  # noqa: E402
+from perf import bench  # noqa: E402
+
+# The variants of the README's table (H200, perf/results/NVIDIA-H200/transpose_probe.log).
+DEFAULT_CONFIGS = ["128,256,32,3,2,8,1,1", "128,256,32,4,2,8,1,1", "128,256,32,4,1,8,1,1",
+                   "128,256,32,4,1,8,0,1", "128,256,32,4,1,8,1,2", "128,128,64,3,2,8,1,1"]
+
+
+@gluon.jit
+def _smem_transpose_kernel(
+    a_desc, b_ptr, c_ptr, M, N, K, stride_bk, stride_cm,
+    BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
+    GROUP_M: gl.constexpr, AHEAD: gl.constexpr, B_STRIDE: gl.constexpr, INFLIGHT: gl.constexpr,
+):
+    """C (M, N) fp32 row-major = A @ B, tf32. A (M, K) fp32 through a_desc ([BM, BK] boxes,
+    K contiguous); B (K, N) fp32 with unit column stride, row stride stride_bk. Persistent:
+    program p walks tiles p, p + grid, ... in grouped order. STAGES >= 3 (a ring slot is
+    rewritten only after every warpgroup's wgmmas on it are known done: STAGES >=
+    INFLIGHT + 2); AHEAD 1 or 2 steps of B in registers; B_STRIDE > 0 compiles B's row
+    stride in (each load's offset an immediate: 196 registers instead of 255 and 80 bytes
+    of spills at 128x256x32); INFLIGHT wgmmas left running at each step's wait."""
+    NW: gl.constexpr = gl.num_warps()
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, BN, 8])
+    # [BK, BN]: four K-consecutive elements per thread (one 16-byte shared store), lanes
+    # along N (a 128-byte global run per warp and K row).
+    WN: gl.constexpr = min(NW, BN // 32)
+    load_layout: gl.constexpr = gl.BlockedLayout([4, 1], [1, 32], [NW // WN, WN], [0, 1])
+    bt_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32,
+                                                   rank=2)
+    a_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BM, BK], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BN, BK], bt_layout)
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(bars.index(s), count=1)
+
+    if B_STRIDE > 0:
+        stride_bk = B_STRIDE
+    rk = gl.arange(0, BK, layout=gl.SliceLayout(1, load_layout))
+    rn = gl.arange(0, BN, layout=gl.SliceLayout(0, load_layout))
+    cm = gl.arange(0, BM, layout=gl.SliceLayout(1, mma_layout))
+    cn = gl.arange(0, BN, layout=gl.SliceLayout(0, mma_layout))
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    height = gl.cdiv(num_pid_m, gl.cdiv(num_pid_m, GROUP_M))
+    per_group = height * num_pid_n
+    step = 0  # steps run by this program over all its tiles: ring slot and barrier phase
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        first_m = (tile // per_group) * height
+        rows = gl.minimum(num_pid_m - first_m, height)
+        off_m = (first_m + (tile % per_group) % rows) * BM
+        off_n = ((tile % per_group) // rows) * BN
+        b_cols = off_n + rn
+        b_ptrs = b_ptr + rk[:, None] * stride_bk + b_cols[None, :]
+        n_ok = b_cols[None, :] < N
+
+        for s in gl.static_range(STAGES - 1 - INFLIGHT):
+            slot = (step + s) % STAGES
+            mbarrier.expect(bars.index(slot), a_desc.block_type.nbytes, pred=s < k_steps)
+            tma.async_copy_global_to_shared(a_desc, [off_m, s * BK], bars.index(slot),
+                                            a_ring.index(slot), pred=s < k_steps)
+        b_cur = gl.load(b_ptrs, mask=(rk[:, None] < K) & n_ok, other=0.0)
+        b_next = b_cur
+        if AHEAD == 2:
+            b_next = gl.load(b_ptrs + BK * stride_bk, mask=(rk[:, None] + BK < K) & n_ok,
+                             other=0.0)
+
+        acc = gl.zeros([BM, BN], gl.float32, mma_layout)
+        for i in range(k_steps):
+            slot = (step + i) % STAGES
+            b_ring.index(slot).store(gl.permute(b_cur, [1, 0]))
+            if AHEAD == 2:
+                b_cur = b_next
+                k_load = (i + 2) * BK
+            else:
+                k_load = (i + 1) * BK
+            b_next = gl.load(b_ptrs + k_load * stride_bk,
+                             mask=(rk[:, None] + k_load < K) & n_ok, other=0.0)
+            if AHEAD == 1:
+                b_cur = b_next
+            fence_async_shared()
+            gl.thread_barrier()  # every warp's B stores land before any wgmma reads them
+            # Both warpgroups have finished step i - 1 - INFLIGHT (each waited for it before
+            # this barrier), so its A slot takes step i + STAGES - 1 - INFLIGHT.
+            ahead = i + STAGES - 1 - INFLIGHT
+            refill = (step + ahead) % STAGES
+            mbarrier.expect(bars.index(refill), a_desc.block_type.nbytes, pred=ahead < k_steps)
+            tma.async_copy_global_to_shared(a_desc, [off_m, ahead * BK], bars.index(refill),
+                                            a_ring.index(refill), pred=ahead < k_steps)
+            mbarrier.wait(bars.index(slot), ((step + i) // STAGES) & 1)
+            acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot).permute((1, 0)), acc,
+                                is_async=True)  # fp32 operands: tf32 by default
+            acc = warpgroup_mma_wait(num_outstanding=INFLIGHT, deps=(acc, ))
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        step += k_steps
+        gl.thread_barrier()  # the next tile's first stores reuse slots read here
+
+        rows_c = off_m + cm
+        cols_c = off_n + cn
+        gl.store(c_ptr + rows_c[:, None] * stride_cm + cols_c[None, :], acc,
+                 mask=(rows_c[:, None] < M) & (cols_c[None, :] < N))
+
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(s))
+
+
+def _a_descriptor(a, bm: int, bk: int) -> TensorDescriptor:
+    layout = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float32)
+    return TensorDescriptor(a, list(a.shape), list(a.stride()), [bm, bk], layout)
+
+
+def parse_config(text: str) -> dict:
+    """BM,BN,BK,STAGES,AHEAD,WARPS,CONST,INFLIGHT -> the kernel's keyword arguments."""
+    names = ("BM", "BN", "BK", "STAGES", "AHEAD", "num_warps", "CONST", "INFLIGHT")
+    values = dict(zip(names, (int(v) for v in text.split(",")), strict=True))
+    return values
+
+
+def matmul(a, b, out, config: dict):
+    """out = a @ b in tf32 for fp32 a (M, K) row-major, b (K, N) with unit column stride
+    and out (M, N) fp32 row-major, on parse_config's config; as many programs as take the
+    tiles' waves (persistent.BALANCED_WAVES). Returns out."""
+    m, k = a.shape
+    n = b.shape[1]
+    cfg = dict(config)
+    const = cfg.pop("CONST")
+    tiles = triton.cdiv(m, cfg["BM"]) * triton.cdiv(n, cfg["BN"])
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    grid = -(-tiles // max(1, -(-tiles // sms)))
+    _smem_transpose_kernel[(grid, )](
+        _a_descriptor(a, cfg["BM"], cfg["BK"]), b, out, m, n, k, b.stride(0), out.stride(0),
+        GROUP_M=8, B_STRIDE=b.stride(0) if const else 0, **cfg)
+    return out
+
+
+def offline_sass(config: dict, b_stride: int = 4096) -> dict:
+    """Compile the kernel for sm_90a without a GPU: its shared memory, registers and spill
+    bytes (ptxas -v) and the SASS opcodes it issues, counted."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    cfg = dict(config)
+    warps = cfg.pop("num_warps")
+    const = cfg.pop("CONST")
+    layout = gl.NVMMASharedLayout.get_default_for([cfg["BM"], cfg["BK"]], gl.float32)
+    signature = {"a_desc": f"tensordesc<fp32[{cfg['BM']}, {cfg['BK']}],{layout!r}>",
+                 "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+                 "stride_bk": "i32", "stride_cm": "i32"}
+    constexprs = {**cfg, "GROUP_M": 8, "B_STRIDE": b_stride if const else 0}
+    order = list(_smem_transpose_kernel.arg_names)
+    src = GluonASTSource(
+        _smem_transpose_kernel,
+        {name: "constexpr" if name in constexprs else signature[name] for name in order},
+        constexprs={(order.index(name),): value for name, value in constexprs.items()},
+        attrs={(order.index(name),): [["tt.divisibility", 16]] for name in signature
+               if name != "a_desc"})
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                            options={"num_warps": warps})
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx, cubin = Path(tmp, "k.ptx"), Path(tmp, "k.cubin")
+        ptx.write_text(kernel.asm["ptx"])
+        cubin.write_bytes(kernel.asm["cubin"])
+        report = subprocess.run([triton.knobs.nvidia.ptxas.path, "-arch=sm_90a", "-v", str(ptx),
+                                 "-o", str(Path(tmp, "v.cubin"))],
+                                capture_output=True, text=True, check=True).stderr
+        sass = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-sass", str(cubin)],
+                              capture_output=True, text=True, check=True).stdout
+    opcodes = {}
+    for op in re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)", sass,
+                         re.MULTILINE):
+        opcodes[op] = opcodes.get(op, 0) + 1
+    return {"shared": kernel.metadata.shared,
+            "registers": int(re.search(r"Used (\d+) registers", report).group(1)),
+            "spill_bytes": int(re.search(r"(\d+) bytes spill stores", report).group(1)),
+            "opcodes": opcodes}
+
+
+def _probe(size: int, configs: list, rounds: int) -> None:
+    """Check, then time, every candidate on one size^3 product; print a line each."""
+    a = torch.randn(size, size, device="cuda")
+    b = torch.randn(size, size, device="cuda")
+    b_kmajor = b.t().contiguous().t()
+    ref = a.double() @ b.double()
+
+    def err(c):
+        return float((c.double() - ref).norm() / ref.norm())
+
+    def cublas():
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            return torch.matmul(a, b)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+
+    candidates = {"cublas nn": cublas,
+                  "library nn": lambda: triton_gemm.matmul(a, b, precision="tf32"),
+                  "library nt": lambda: triton_gemm.matmul(a, b_kmajor, precision="tf32")}
+    for text in configs:
+        cfg = parse_config(text)
+        out = torch.full((size, size), float("nan"), device="cuda")
+        matmul(a, b, out, cfg)
+        print(f"{size}^3 {text}: error {err(out):.2e}", flush=True)
+        candidates[f"in-kernel {text}"] = functools.partial(matmul, a, b, out, cfg)
+    for name in ("cublas nn", "library nn", "library nt"):
+        print(f"{size}^3 {name}: error {err(candidates[name]()):.2e}", flush=True)
+    times = {name: [] for name in candidates}
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            times[name].append(bench.gpu_median_ms(fn, rep_ms=60))
+    base = statistics.median(times["cublas nn"])
+    flops = 2.0 * size ** 3
+    for name, ts in times.items():
+        ms = statistics.median(ts)
+        print(f"{size}^3 {name:32s} {ms * 1e3:8.1f} us {flops / ms / 1e9:7.1f} TFLOPS "
+              f"{base / ms:5.3f}x cuBLAS  rounds {' '.join(f'{t * 1e3:.1f}' for t in ts)}",
+              flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", default="4096,8192")
+    parser.add_argument("--configs", nargs="*", default=DEFAULT_CONFIGS)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    for size in (int(s) for s in args.size.split(",")):
+        _probe(size, args.configs, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
