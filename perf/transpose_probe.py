@@ -17,7 +17,8 @@ memory into registers (four K-consecutive elements of one column per thread, so 
 load is one 128-byte run of a row) and stores them, one 16-byte store per thread, into a
 K-major 128-byte-swizzled ring, from which wgmma reads B as it reads a K-major TMA tile.
 Shared memory takes the bytes TMA would write; the loads, stores and a CTA barrier per K
-step are what it adds.
+step are what it adds. A warp-specialised variant (ws: configs) moves B's loads and stores
+to warps of their own, handing ring slots to the wgmma warpgroups by mbarriers.
 """
 
 from __future__ import annotations
@@ -49,7 +50,20 @@ from perf import bench  # noqa: E402
 
 # The variants of the README's table (H200, perf/results/NVIDIA-H200/transpose_probe.log).
 DEFAULT_CONFIGS = ["128,256,32,3,2,8,1,1", "128,256,32,4,2,8,1,1", "128,256,32,4,1,8,1,1",
-                   "128,256,32,4,1,8,0,1", "128,256,32,4,1,8,1,2", "128,128,64,3,2,8,1,1"]
+                   "128,256,32,4,1,8,0,1", "128,256,32,4,1,8,1,2", "128,128,64,3,2,8,1,1",
+                   "ws:128,256,32,4,8,1,4,152,1", "ws:128,256,32,3,8,1,4,152,1",
+                   "ws:128,256,32,4,8,1,4,168,2", "ws:128,128,32,6,4,1,4,168,1"]
+
+
+@gluon.jit
+def _tile_origin(tile, num_pid_m, num_pid_n, BM: gl.constexpr, BN: gl.constexpr,
+                 GROUP_M: gl.constexpr):
+    """Grouped order, as persistent.tile_origin."""
+    height = gl.cdiv(num_pid_m, gl.cdiv(num_pid_m, GROUP_M))
+    per_group = height * num_pid_n
+    first_m = (tile // per_group) * height
+    rows = gl.minimum(num_pid_m - first_m, height)
+    return (first_m + (tile % per_group) % rows) * BM, ((tile % per_group) // rows) * BN
 
 
 @gluon.jit
@@ -89,14 +103,9 @@ def _smem_transpose_kernel(
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_steps = gl.cdiv(K, BK)
-    height = gl.cdiv(num_pid_m, gl.cdiv(num_pid_m, GROUP_M))
-    per_group = height * num_pid_n
     step = 0  # steps run by this program over all its tiles: ring slot and barrier phase
     for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        first_m = (tile // per_group) * height
-        rows = gl.minimum(num_pid_m - first_m, height)
-        off_m = (first_m + (tile % per_group) % rows) * BM
-        off_n = ((tile % per_group) // rows) * BN
+        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         b_cols = off_n + rn
         b_ptrs = b_ptr + rk[:, None] * stride_bk + b_cols[None, :]
         n_ok = b_cols[None, :] < N
@@ -151,16 +160,148 @@ def _smem_transpose_kernel(
         mbarrier.invalidate(bars.index(s))
 
 
+@gluon.jit
+def _ws_mma(a_ring, b_ring, ready, empty, c_ptr, M, N, K, stride_cm,
+            BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr):
+    """The consumer warpgroups: wgmma on each ring slot once it is ready, the slot handed
+    back once every warpgroup's wgmma on it is done; C stored from registers."""
+    STAGES: gl.constexpr = a_ring.type.shape[0]
+    NW: gl.constexpr = gl.num_warps()
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, BN, 8])
+    cm = gl.arange(0, BM, layout=gl.SliceLayout(1, mma_layout))
+    cn = gl.arange(0, BN, layout=gl.SliceLayout(0, mma_layout))
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        acc = gl.zeros([BM, BN], gl.float32, mma_layout)
+        for i in range(k_steps):
+            slot = step % STAGES
+            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
+            acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot).permute((1, 0)), acc,
+                                is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
+            gl.thread_barrier()  # every warpgroup is done with the step before
+            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=i > 0)
+            step += 1
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        gl.thread_barrier()
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        rows_c = off_m + cm
+        cols_c = off_n + cn
+        gl.store(c_ptr + rows_c[:, None] * stride_cm + cols_c[None, :], acc,
+                 mask=(rows_c[:, None] < M) & (cols_c[None, :] < N))
+
+
+@gluon.jit
+def _ws_loader(a_desc, b_ptr, a_ring, b_ring, ready, empty, M, N, K, stride_bk,
+               BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
+               B_STRIDE: gl.constexpr, LOADER_WARPS: gl.constexpr, LOAD_AHEAD: gl.constexpr):
+    """The producer warps: A's tile by TMA, B's loaded into registers LOAD_AHEAD (1 or 2)
+    steps ahead and stored K-major, then the slot marked ready (its barrier counts the
+    TMA's arrival and this one)."""
+    STAGES: gl.constexpr = a_ring.type.shape[0]
+    WN: gl.constexpr = min(LOADER_WARPS, BN // 32)
+    load_layout: gl.constexpr = gl.BlockedLayout([4, 1], [1, 32], [LOADER_WARPS // WN, WN],
+                                                 [0, 1])
+    if B_STRIDE > 0:
+        stride_bk = B_STRIDE
+    rk = gl.arange(0, BK, layout=gl.SliceLayout(1, load_layout))
+    rn = gl.arange(0, BN, layout=gl.SliceLayout(0, load_layout))
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        b_cols = off_n + rn
+        b_ptrs = b_ptr + rk[:, None] * stride_bk + b_cols[None, :]
+        n_ok = b_cols[None, :] < N
+        b_cur = gl.load(b_ptrs, mask=(rk[:, None] < K) & n_ok, other=0.0)
+        b_next = b_cur
+        if LOAD_AHEAD == 2:
+            b_next = gl.load(b_ptrs + BK * stride_bk, mask=(rk[:, None] + BK < K) & n_ok,
+                             other=0.0)
+        for i in range(k_steps):
+            slot = step % STAGES
+            k_load = (i + LOAD_AHEAD) * BK
+            b_load = gl.load(b_ptrs + k_load * stride_bk,
+                             mask=(rk[:, None] + k_load < K) & n_ok, other=0.0)
+            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [off_m, i * BK], ready.index(slot),
+                                            a_ring.index(slot))
+            b_ring.index(slot).store(gl.permute(b_cur, [1, 0]))
+            fence_async_shared()
+            gl.thread_barrier()  # every loader warp's stores are in before the arrival
+            mbarrier.arrive(ready.index(slot))
+            if LOAD_AHEAD == 2:
+                b_cur = b_next
+                b_next = b_load
+            else:
+                b_cur = b_load
+            step += 1
+
+
+@gluon.jit
+def _ws_kernel(
+    a_desc, b_ptr, c_ptr, M, N, K, stride_bk, stride_cm,
+    BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
+    GROUP_M: gl.constexpr, B_STRIDE: gl.constexpr, LOADER_WARPS: gl.constexpr,
+    LOADER_REGS: gl.constexpr, LOAD_AHEAD: gl.constexpr,
+):
+    """_smem_transpose_kernel's product with the B loads and stores in LOADER_WARPS warps
+    of their own (LOADER_REGS registers each) and the wgmmas in the kernel's num_warps,
+    handing ring slots over by mbarriers (warp specialisation)."""
+    a_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BM, BK], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(
+        gl.float32, [STAGES, BN, BK],
+        gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2))
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=2)
+        mbarrier.init(empty.index(s), count=1)
+    gl.warp_specialize([
+        (_ws_mma, (a_ring, b_ring, ready, empty, c_ptr, M, N, K, stride_cm, BM, BN, BK,
+                   GROUP_M)),
+        (_ws_loader, (a_desc, b_ptr, a_ring, b_ring, ready, empty, M, N, K, stride_bk, BM, BN,
+                      BK, GROUP_M, B_STRIDE, LOADER_WARPS, LOAD_AHEAD)),
+    ], [LOADER_WARPS], [LOADER_REGS])
+
+
 def _a_descriptor(a, bm: int, bk: int) -> TensorDescriptor:
     layout = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float32)
     return TensorDescriptor(a, list(a.shape), list(a.stride()), [bm, bk], layout)
 
 
 def parse_config(text: str) -> dict:
-    """BM,BN,BK,STAGES,AHEAD,WARPS,CONST,INFLIGHT -> the kernel's keyword arguments."""
-    names = ("BM", "BN", "BK", "STAGES", "AHEAD", "num_warps", "CONST", "INFLIGHT")
-    values = dict(zip(names, (int(v) for v in text.split(",")), strict=True))
-    return values
+    """BM,BN,BK,STAGES,AHEAD,WARPS,CONST,INFLIGHT, or for the warp-specialised kernel
+    ws:BM,BN,BK,STAGES,WARPS,CONST,LOADER_WARPS,LOADER_REGS,LOAD_AHEAD -> the kernel's arguments
+    (and WS)."""
+    ws = text.startswith("ws:")
+    names = ("BM", "BN", "BK", "STAGES")
+    names += (("num_warps", "CONST", "LOADER_WARPS", "LOADER_REGS", "LOAD_AHEAD") if ws
+              else ("AHEAD", "num_warps", "CONST", "INFLIGHT"))
+    values = dict(zip(names, (int(v) for v in text.removeprefix("ws:").split(",")),
+                      strict=True))
+    return {"WS": ws, **values}
+
+
+def _kernel_and_options(config: dict, b_stride: int):
+    """(kernel, constexprs, compile options) of a parse_config config."""
+    cfg = dict(config)
+    ws = cfg.pop("WS")
+    warps = cfg.pop("num_warps")
+    cfg["B_STRIDE"] = b_stride if cfg.pop("CONST") else 0
+    options = {"num_warps": warps}
+    if ws:
+        # One CTA per SM: every warp's registers within the 64K of the register file.
+        options["maxnreg"] = min(240, 65536 // (32 * (warps + cfg["LOADER_WARPS"])) // 8 * 8)
+    return (_ws_kernel if ws else _smem_transpose_kernel), {**cfg, "GROUP_M": 8}, options
 
 
 def matmul(a, b, out, config: dict):
@@ -169,14 +310,12 @@ def matmul(a, b, out, config: dict):
     tiles' waves (persistent.BALANCED_WAVES). Returns out."""
     m, k = a.shape
     n = b.shape[1]
-    cfg = dict(config)
-    const = cfg.pop("CONST")
-    tiles = triton.cdiv(m, cfg["BM"]) * triton.cdiv(n, cfg["BN"])
+    kernel, constexprs, options = _kernel_and_options(config, b.stride(0))
+    tiles = triton.cdiv(m, constexprs["BM"]) * triton.cdiv(n, constexprs["BN"])
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     grid = -(-tiles // max(1, -(-tiles // sms)))
-    _smem_transpose_kernel[(grid, )](
-        _a_descriptor(a, cfg["BM"], cfg["BK"]), b, out, m, n, k, b.stride(0), out.stride(0),
-        GROUP_M=8, B_STRIDE=b.stride(0) if const else 0, **cfg)
+    kernel[(grid, )](_a_descriptor(a, constexprs["BM"], constexprs["BK"]), b, out, m, n, k,
+                     b.stride(0), out.stride(0), **constexprs, **options)
     return out
 
 
@@ -186,29 +325,28 @@ def offline_sass(config: dict, b_stride: int = 4096) -> dict:
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    cfg = dict(config)
-    warps = cfg.pop("num_warps")
-    const = cfg.pop("CONST")
-    layout = gl.NVMMASharedLayout.get_default_for([cfg["BM"], cfg["BK"]], gl.float32)
-    signature = {"a_desc": f"tensordesc<fp32[{cfg['BM']}, {cfg['BK']}],{layout!r}>",
+    kernel_fn, constexprs, options = _kernel_and_options(config, b_stride)
+    layout = gl.NVMMASharedLayout.get_default_for([constexprs["BM"], constexprs["BK"]],
+                                                  gl.float32)
+    signature = {"a_desc": f"tensordesc<fp32[{constexprs['BM']}, {constexprs['BK']}],"
+                           f"{layout!r}>",
                  "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
                  "stride_bk": "i32", "stride_cm": "i32"}
-    constexprs = {**cfg, "GROUP_M": 8, "B_STRIDE": b_stride if const else 0}
-    order = list(_smem_transpose_kernel.arg_names)
+    order = list(kernel_fn.arg_names)
     src = GluonASTSource(
-        _smem_transpose_kernel,
+        kernel_fn,
         {name: "constexpr" if name in constexprs else signature[name] for name in order},
         constexprs={(order.index(name),): value for name, value in constexprs.items()},
         attrs={(order.index(name),): [["tt.divisibility", 16]] for name in signature
                if name != "a_desc"})
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": warps})
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
     with tempfile.TemporaryDirectory() as tmp:
         ptx, cubin = Path(tmp, "k.ptx"), Path(tmp, "k.cubin")
         ptx.write_text(kernel.asm["ptx"])
         cubin.write_bytes(kernel.asm["cubin"])
-        report = subprocess.run([triton.knobs.nvidia.ptxas.path, "-arch=sm_90a", "-v", str(ptx),
-                                 "-o", str(Path(tmp, "v.cubin"))],
+        limit = [f"--maxrregcount={options['maxnreg']}"] if "maxnreg" in options else []
+        report = subprocess.run([triton.knobs.nvidia.ptxas.path, "-arch=sm_90a", "-v", *limit,
+                                 str(ptx), "-o", str(Path(tmp, "v.cubin"))],
                                 capture_output=True, text=True, check=True).stderr
         sass = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-sass", str(cubin)],
                               capture_output=True, text=True, check=True).stdout
@@ -245,7 +383,11 @@ def _probe(size: int, configs: list, rounds: int) -> None:
     for text in configs:
         cfg = parse_config(text)
         out = torch.full((size, size), float("nan"), device="cuda")
-        matmul(a, b, out, cfg)
+        try:
+            matmul(a, b, out, cfg)
+        except Exception as exc:  # a config that does not compile or launch: say so, go on
+            print(f"{size}^3 {text}: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+            continue
         print(f"{size}^3 {text}: error {err(out):.2e}", flush=True)
         candidates[f"in-kernel {text}"] = functools.partial(matmul, a, b, out, cfg)
     for name in ("cublas nn", "library nn", "library nt"):

@@ -19,7 +19,7 @@ Two facts measured on the H100 (4096^3, tutorial-style Triton kernel) decide thi
   of it on the H100 (thirty-fifth session, README "Which precision") ran 241-301 TFLOPS at
   4096^3 where correct, and wrong (relative error 0.5) on 128x256x32 tiles. Nor does a
   kernel that stores B's tiles K-major into shared memory itself beat the copy
-  (perf/transpose_probe.py, H200: 0.66x cuBLAS at 4096^3 against 0.87x for the copy).
+  (perf/transpose_probe.py, H200: 0.66x cuBLAS at 4096^3 against 0.88x for the copy).
 * fp32 FMA (ieee) wants the opposite: an M-major A and a row-major B (outer products).
   With a K-major B it ran 0.48x cuBLAS SGEMM at 4096^3 against 0.84x row-major, and an
   M-major A took row-major B from 0.84x to 0.93x (FMA_STAGE_A_MIN). An unaligned row-major
