@@ -207,11 +207,13 @@ def plain_cases(families, arch: str):
                                    half_tail=False, _compile=lambda args=args: compile_plain(*args))
 
 
-def ptxas_report(ptx: str, workdir: Path, arch: str) -> dict:
-    """Registers, spill bytes and warnings of ptxas -v on ptx, as triton invokes it."""
+def ptxas_report(ptx: str, workdir: Path, arch: str, maxnreg: int | None = None) -> dict:
+    """Registers, spill bytes and warnings of ptxas -v on ptx, as triton invokes it
+    (maxnreg: the kernel's register cap, triton's --maxrregcount)."""
     src = workdir / "kernel.ptx"
     src.write_text(ptx)
-    done = subprocess.run([triton.knobs.nvidia.ptxas.path, "-lineinfo", "-v",
+    cap = [f"--maxrregcount={maxnreg}"] if maxnreg else []
+    done = subprocess.run([triton.knobs.nvidia.ptxas.path, "-lineinfo", "-v", *cap,
                            f"--gpu-name={arch}", str(src), "-o", str(workdir / "kernel.o")],
                           capture_output=True, text=True, check=True)
     log = done.stdout + done.stderr
@@ -224,11 +226,87 @@ def ptxas_report(ptx: str, workdir: Path, arch: str) -> dict:
 
 def mma_instructions(cubin: bytes, workdir: Path) -> str:
     """The distinct tensor-core opcodes of a cubin's SASS, e.g. 'HGMMA.64x256x16.F32'."""
+    return " ".join(sorted(set(re.findall(r"\b[HI]G?MMA\.[\w.]+",
+                                          sass_text(cubin, workdir)))))
+
+
+def sass_text(cubin: bytes, workdir: Path) -> str:
+    """A cubin's SASS, as cuobjdump prints it."""
     path = workdir / "kernel.cubin"
     path.write_bytes(cubin)
-    sass = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-sass", str(path)],
+    return subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-sass", str(path)],
                           capture_output=True, text=True, check=True).stdout
-    return " ".join(sorted(set(re.findall(r"\b[HI]G?MMA\.[\w.]+", sass))))
+
+
+def compile_gluon(kernel, signature: dict, constexprs: dict, options: dict,
+                  arch: str = "sm_90a"):
+    """triton.compile of a Gluon kernel for arch: signature maps the non-constexpr
+    arguments to their types (a host TMA descriptor as tensordesc<dtype[block],layout>);
+    pointer and integer arguments specialised as multiples of 16."""
+    from triton.experimental.gluon._runtime import GluonASTSource
+    order = list(kernel.arg_names)
+    src = GluonASTSource(
+        kernel, {name: "constexpr" if name in constexprs else signature[name] for name in order},
+        constexprs={(order.index(name),): value for name, value in constexprs.items()},
+        attrs={(order.index(name),): [["tt.divisibility", 16]] for name in order
+               if name in signature and not signature[name].startswith("tensordesc")})
+    return triton.compile(src, target=ARCHS[arch].target, options=options)
+
+
+_HGMMA = re.compile(r"HGMMA\.\S+ R\d+, R(\d+),")
+_DEST = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*) R(\d+)\b")
+
+
+def wgmma_register_hazards(sass: str) -> list:
+    """Instructions that write a register a register-fed wgmma (HGMMA with its A operand in
+    R_n .. R_n+3) may still be reading: issued after the HGMMA and before a WARPGROUP.DEPBAR
+    retires its group (gsb0 ends a group; DEPBAR.LE N leaves the newest N running). Read
+    in program order, which for a loop body is the order it runs; empty when none."""
+    running, group, found = [], set(), []
+    for line in sass.splitlines():
+        hgmma = _HGMMA.search(line)
+        if hgmma:
+            group |= set(range(int(hgmma.group(1)), int(hgmma.group(1)) + 4))
+            if "gsb0" in line:
+                running.append(group)
+                group = set()
+            continue
+        depbar = re.search(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x([0-9a-f]+)", line)
+        if depbar:
+            keep = int(depbar.group(1), 16)
+            running = running[len(running) - keep:] if keep else []
+            continue
+        dest = _DEST.match(line)
+        if dest and not dest.group(1).startswith(("ST", "BAR", "RED")):
+            width = {"64": 2, "128": 4}.get(dest.group(1).rsplit(".", 1)[-1], 1)
+            written = set(range(int(dest.group(2)), int(dest.group(2)) + width))
+            if any(written & g for g in running + [group]):
+                found.append(" ".join(re.sub(r"/\*\s*0x[0-9a-f]+\s*\*/", "", line).split()))
+    return found
+
+
+def register_fed_report(out_t: bool, arch: str = "sm_90a") -> dict:
+    """kernels/register_fed.py compiled for arch (C^T stored with out_t, else C): shared
+    memory, ptxas's registers, spills and warnings under the kernel's register cap, its
+    tensor-core opcodes, and wgmma_register_hazards of its SASS."""
+    from triton.experimental.gluon import language as gl
+    from triton_gemm.kernels import register_fed as rf
+    x_layout = gl.NVMMASharedLayout.get_default_for([rf.BK, rf.BP], gl.float32)
+    y_layout = gl.NVMMASharedLayout.get_default_for([rf.BQ, rf.BK], gl.float32)
+    signature = {"x_desc": f"tensordesc<fp32[{rf.BK}, {rf.BP}],{x_layout!r}>",
+                 "y_desc": f"tensordesc<fp32[{rf.BQ}, {rf.BK}],{y_layout!r}>",
+                 "c_ptr": "*fp32", "P": "i32", "Q": "i32", "K": "i32", "stride_c0": "i32"}
+    constexprs = {"BP": rf.BP, "BQ": rf.BQ, "BK": rf.BK, "STAGES": rf.STAGES,
+                  "GROUP_M": rf.GROUP_M, "OUT_T": out_t, "LOADER_REGS": rf.LOADER_REGS}
+    kernel = compile_gluon(rf._register_fed_kernel, signature, constexprs,
+                           {"num_warps": rf.WARPS, "maxnreg": rf.MAX_REGISTERS}, arch)
+    with tempfile.TemporaryDirectory() as tmp:
+        sass = sass_text(kernel.asm["cubin"], Path(tmp))
+        report = ptxas_report(kernel.asm["ptx"], Path(tmp), arch, rf.MAX_REGISTERS)
+    return {"shared": kernel.metadata.shared, **report,
+            "mma": " ".join(sorted(set(re.findall(r"\b[HI]G?MMA\.[\w.]+", sass)))),
+            "a_registers": sorted({int(r) for r in _HGMMA.findall(sass)}),
+            "hazards": wgmma_register_hazards(sass)}
 
 
 def audit(kernels, families, tiles=None, arch: str = "sm_90a") -> pd.DataFrame:

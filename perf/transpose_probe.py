@@ -27,7 +27,6 @@ import argparse
 import functools
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -273,35 +272,257 @@ def _ws_kernel(
     ], [LOADER_WARPS], [LOADER_REGS])
 
 
-def _a_descriptor(a, bm: int, bk: int) -> TensorDescriptor:
-    layout = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float32)
-    return TensorDescriptor(a, list(a.shape), list(a.stride()), [bm, bk], layout)
+@gluon.jit
+def _keep(x):
+    """A use of x's registers that the compiler cannot drop or move: ptxas 12.x takes a
+    register-fed wgmma's inputs as dead once it is issued, not once it retires."""
+    return gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=gl.float32,
+                                     is_pure=False, pack=1)
+
+
+@gluon.jit
+def _rs_refill(a_desc, b_desc, a_ring, b_ring, bars, off_m, off_n, k_step, k_steps, slot,
+               BK: gl.constexpr):
+    """TMA loads of step k_step's A and B tiles into ring slot `slot`, if it exists."""
+    nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
+    mbarrier.expect(bars.index(slot), nbytes, pred=k_step < k_steps)
+    tma.async_copy_global_to_shared(a_desc, [off_m, k_step * BK], bars.index(slot),
+                                    a_ring.index(slot), pred=k_step < k_steps)
+    tma.async_copy_global_to_shared(b_desc, [k_step * BK, off_n], bars.index(slot),
+                                    b_ring.index(slot), pred=k_step < k_steps)
+
+
+@gluon.jit
+def _rs_kernel(
+    a_desc, b_desc, c_ptr, M, N, K, stride_cm,
+    BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
+    GROUP_M: gl.constexpr, ASYNC: gl.constexpr,
+):
+    """C = A @ B computed as C^T = B^T A^T: B^T fed to wgmma from registers (its first
+    operand may come in any layout), A^T from shared memory (K-major: A as stored). Both
+    tiles arrive by TMA into a ring of STAGES slots, B N-major as stored, and each step's
+    B^T fragment is loaded from shared memory into registers. C's tile [BM, BN] is acc^T,
+    stored from registers.
+
+    ptxas before CUDA 13.3 may reuse a register-fed wgmma's input registers before it has
+    read them (triton-lang/triton#11781): with one wgmma left in flight, ptxas 12.8 loaded
+    the next step's fragment into the registers the running one reads. ASYNC=0 waits for
+    each wgmma at once, so nothing runs while it reads them. ASYNC=1 leaves one in flight:
+    two fragments, X and Y, alternate (the loop runs two steps a turn; K a multiple of
+    2 * BK), and each is kept (_keep) until the wait that retires its wgmma."""
+    NW: gl.constexpr = gl.num_warps()
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, BM, 8])
+    bt_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout,
+                                                  k_width=1)
+    a_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BM, BK], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BN], b_desc.layout)
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(bars.index(s), count=1)
+    rn = gl.arange(0, BN, layout=gl.SliceLayout(1, mma_layout))
+    rm = gl.arange(0, BM, layout=gl.SliceLayout(0, mma_layout))
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        # Steps 0 .. STAGES - 2 now; step i + STAGES - 1 goes into step i - 1's slot once
+        # both warpgroups are done with it.
+        for s in gl.static_range(STAGES - 1):
+            _rs_refill(a_desc, b_desc, a_ring, b_ring, bars, off_m, off_n, s, k_steps,
+                       (step + s) % STAGES, BK)
+        mbarrier.wait(bars.index(step % STAGES), (step // STAGES) & 1)
+        x = b_ring.index(step % STAGES).permute((1, 0)).load(bt_layout)
+        acc = gl.zeros([BN, BM], gl.float32, mma_layout)
+        if ASYNC == 1:
+            y = x
+            for i in range(0, k_steps, 2):
+                slot = (step + i) % STAGES
+                acc = warpgroup_mma(x, a_ring.index(slot).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires i - 1
+                _keep(y)
+                gl.thread_barrier()
+                _rs_refill(a_desc, b_desc, a_ring, b_ring, bars, off_m, off_n,
+                           i + STAGES - 1, k_steps, (slot + STAGES - 1) % STAGES, BK)
+                odd = (slot + 1) % STAGES
+                mbarrier.wait(bars.index(odd), ((step + i + 1) // STAGES) & 1)
+                y = b_ring.index(odd).permute((1, 0)).load(bt_layout)
+                acc = warpgroup_mma(y, a_ring.index(odd).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires i
+                _keep(x)
+                gl.thread_barrier()
+                _rs_refill(a_desc, b_desc, a_ring, b_ring, bars, off_m, off_n, i + STAGES,
+                           k_steps, slot, BK)
+                if i + 2 < k_steps:
+                    even = (slot + 2) % STAGES
+                    mbarrier.wait(bars.index(even), ((step + i + 2) // STAGES) & 1)
+                    x = b_ring.index(even).permute((1, 0)).load(bt_layout)
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+            _keep(y)
+        else:
+            for i in range(k_steps):
+                slot = (step + i) % STAGES
+                x_next = x
+                if i + 1 < k_steps:
+                    following = (slot + 1) % STAGES
+                    mbarrier.wait(bars.index(following), ((step + i + 1) // STAGES) & 1)
+                    x_next = b_ring.index(following).permute((1, 0)).load(bt_layout)
+                acc = warpgroup_mma(x, a_ring.index(slot).permute((1, 0)), acc)
+                gl.thread_barrier()  # both warpgroups are done with this slot
+                _rs_refill(a_desc, b_desc, a_ring, b_ring, bars, off_m, off_n,
+                           i + STAGES - 1, k_steps, (slot + STAGES - 1) % STAGES, BK)
+                x = x_next
+        gl.thread_barrier()  # the next tile's loads reuse every slot
+        step += k_steps
+        rows_n = off_n + rn
+        cols_m = off_m + rm
+        gl.store(c_ptr + cols_m[None, :] * stride_cm + rows_n[:, None], acc,
+                 mask=(cols_m[None, :] < M) & (rows_n[:, None] < N))
+
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(s))
+
+
+@gluon.jit
+def _rsws_loader(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K,
+                 BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr):
+    """The TMA warp of _rsws_kernel: each step's A and B tiles into the ring once the
+    wgmma warps have handed the slot back."""
+    STAGES: gl.constexpr = a_ring.type.shape[0]
+    nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        for i in range(k_steps):
+            slot = step % STAGES
+            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(slot), nbytes)
+            tma.async_copy_global_to_shared(a_desc, [off_m, i * BK], ready.index(slot),
+                                            a_ring.index(slot))
+            tma.async_copy_global_to_shared(b_desc, [i * BK, off_n], ready.index(slot),
+                                            b_ring.index(slot))
+            step += 1
+
+
+@gluon.jit
+def _rsws_mma(a_ring, b_ring, ready, empty, c_ptr, M, N, K, stride_cm,
+              BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr):
+    """The wgmma warpgroups of _rsws_kernel: _rs_kernel's ASYNC=1 loop, each slot handed
+    back to the TMA warp once both warpgroups' wgmmas on it have retired."""
+    STAGES: gl.constexpr = a_ring.type.shape[0]
+    NW: gl.constexpr = gl.num_warps()
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, BM, 8])
+    bt_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout,
+                                                  k_width=1)
+    rn = gl.arange(0, BN, layout=gl.SliceLayout(1, mma_layout))
+    rm = gl.arange(0, BM, layout=gl.SliceLayout(0, mma_layout))
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
+        x = b_ring.index(step % STAGES).permute((1, 0)).load(bt_layout)
+        y = x
+        acc = gl.zeros([BN, BM], gl.float32, mma_layout)
+        for i in range(0, k_steps, 2):
+            slot = (step + i) % STAGES
+            acc = warpgroup_mma(x, a_ring.index(slot).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires i - 1
+            _keep(y)
+            gl.thread_barrier()  # both warpgroups
+            mbarrier.arrive(empty.index((slot + STAGES - 1) % STAGES), pred=i > 0)
+            odd = (slot + 1) % STAGES
+            mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
+            y = b_ring.index(odd).permute((1, 0)).load(bt_layout)
+            acc = warpgroup_mma(y, a_ring.index(odd).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires i
+            _keep(x)
+            gl.thread_barrier()
+            mbarrier.arrive(empty.index(slot))
+            if i + 2 < k_steps:
+                even = (slot + 2) % STAGES
+                mbarrier.wait(ready.index(even), ((step + i + 2) // STAGES) & 1)
+                x = b_ring.index(even).permute((1, 0)).load(bt_layout)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        _keep(y)
+        gl.thread_barrier()
+        step += k_steps
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        rows_n = off_n + rn
+        cols_m = off_m + rm
+        gl.store(c_ptr + cols_m[None, :] * stride_cm + rows_n[:, None], acc,
+                 mask=(cols_m[None, :] < M) & (rows_n[:, None] < N))
+
+
+@gluon.jit
+def _rsws_kernel(
+    a_desc, b_desc, c_ptr, M, N, K, stride_cm,
+    BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
+    GROUP_M: gl.constexpr,
+):
+    """_rs_kernel (ASYNC=1) with the TMA loads in a warp of their own (warp
+    specialisation): the wgmma warps never stop to issue them."""
+    a_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BM, BK], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BN], b_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    gl.warp_specialize([
+        (_rsws_mma, (a_ring, b_ring, ready, empty, c_ptr, M, N, K, stride_cm, BM, BN, BK,
+                     GROUP_M)),
+        (_rsws_loader, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BM, BN, BK,
+                        GROUP_M)),
+    ], [1], [24])
 
 
 def parse_config(text: str) -> dict:
-    """BM,BN,BK,STAGES,AHEAD,WARPS,CONST,INFLIGHT, or for the warp-specialised kernel
-    ws:BM,BN,BK,STAGES,WARPS,CONST,LOADER_WARPS,LOADER_REGS,LOAD_AHEAD -> the kernel's arguments
-    (and WS)."""
-    ws = text.startswith("ws:")
-    names = ("BM", "BN", "BK", "STAGES")
-    names += (("num_warps", "CONST", "LOADER_WARPS", "LOADER_REGS", "LOAD_AHEAD") if ws
-              else ("AHEAD", "num_warps", "CONST", "INFLIGHT"))
-    values = dict(zip(names, (int(v) for v in text.removeprefix("ws:").split(",")),
-                      strict=True))
-    return {"WS": ws, **values}
+    """A config's text -> the kernel's arguments and its KIND:
+    BM,BN,BK,STAGES,AHEAD,WARPS,CONST,INFLIGHT (the in-kernel transpose),
+    ws:BM,BN,BK,STAGES,WARPS,CONST,LOADER_WARPS,LOADER_REGS,LOAD_AHEAD (warp-specialised),
+    rs:BM,BN,BK,STAGES,WARPS,ASYNC (B^T from registers),
+    rsws:BM,BN,BK,STAGES,WARPS,GROUP_M (the same, ASYNC=1, TMA from a warp of its own);
+    GROUP_M 8 where the config does not name it."""
+    kind, _, values = text.rpartition(":")
+    names = {"": ("BM", "BN", "BK", "STAGES", "AHEAD", "num_warps", "CONST", "INFLIGHT"),
+             "ws": ("BM", "BN", "BK", "STAGES", "num_warps", "CONST", "LOADER_WARPS",
+                    "LOADER_REGS", "LOAD_AHEAD"),
+             "rs": ("BM", "BN", "BK", "STAGES", "num_warps", "ASYNC"),
+             "rsws": ("BM", "BN", "BK", "STAGES", "num_warps", "GROUP_M")}[kind]
+    return {"KIND": kind, **dict(zip(names, (int(v) for v in values.split(",")), strict=True))}
+
+
+_KERNELS = {"": _smem_transpose_kernel, "ws": _ws_kernel, "rs": _rs_kernel,
+            "rsws": _rsws_kernel}
 
 
 def _kernel_and_options(config: dict, b_stride: int):
     """(kernel, constexprs, compile options) of a parse_config config."""
     cfg = dict(config)
-    ws = cfg.pop("WS")
-    warps = cfg.pop("num_warps")
-    cfg["B_STRIDE"] = b_stride if cfg.pop("CONST") else 0
-    options = {"num_warps": warps}
-    if ws:
-        # One CTA per SM: every warp's registers within the 64K of the register file.
-        options["maxnreg"] = min(240, 65536 // (32 * (warps + cfg["LOADER_WARPS"])) // 8 * 8)
-    return (_ws_kernel if ws else _smem_transpose_kernel), {**cfg, "GROUP_M": 8}, options
+    kind = cfg.pop("KIND")
+    options = {"num_warps": cfg.pop("num_warps")}
+    if "CONST" in cfg:
+        cfg["B_STRIDE"] = b_stride if cfg.pop("CONST") else 0
+    if kind in ("ws", "rsws"):
+        # One CTA per SM: every warp's registers within the 64K of the register file (a
+        # partition's warps count in whole warpgroups).
+        warps = options["num_warps"] + -(-cfg.get("LOADER_WARPS", 1) // 4) * 4
+        options["maxnreg"] = min(240, 65536 // (32 * warps) // 8 * 8)
+    return _KERNELS[kind], {"GROUP_M": 8, **cfg}, options
+
+
+def _descriptor(t, block: list) -> TensorDescriptor:
+    layout = gl.NVMMASharedLayout.get_default_for(block, gl.float32)
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
 def matmul(a, b, out, config: dict):
@@ -311,53 +532,48 @@ def matmul(a, b, out, config: dict):
     m, k = a.shape
     n = b.shape[1]
     kernel, constexprs, options = _kernel_and_options(config, b.stride(0))
-    tiles = triton.cdiv(m, constexprs["BM"]) * triton.cdiv(n, constexprs["BN"])
+    bm, bn, bk = constexprs["BM"], constexprs["BN"], constexprs["BK"]
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     grid = -(-tiles // max(1, -(-tiles // sms)))
-    kernel[(grid, )](_a_descriptor(a, constexprs["BM"], constexprs["BK"]), b, out, m, n, k,
-                     b.stride(0), out.stride(0), **constexprs, **options)
+    a_desc = _descriptor(a, [bm, bk])
+    if config["KIND"] in ("rs", "rsws") and constexprs.get("ASYNC", 1) and k % (2 * bk):
+        raise ValueError(f"rs: with ASYNC=1 runs two K steps a turn: K = {k} must be a "
+                         f"multiple of {2 * bk}")
+    if config["KIND"] in ("rs", "rsws"):
+        kernel[(grid, )](a_desc, _descriptor(b, [bk, bn]), out, m, n, k, out.stride(0),
+                         **constexprs, **options)
+    else:
+        kernel[(grid, )](a_desc, b, out, m, n, k, b.stride(0), out.stride(0), **constexprs,
+                         **options)
     return out
 
 
 def offline_sass(config: dict, b_stride: int = 4096) -> dict:
     """Compile the kernel for sm_90a without a GPU: its shared memory, registers and spill
     bytes (ptxas -v) and the SASS opcodes it issues, counted."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
+    from perf import sass_audit
 
     kernel_fn, constexprs, options = _kernel_and_options(config, b_stride)
-    layout = gl.NVMMASharedLayout.get_default_for([constexprs["BM"], constexprs["BK"]],
-                                                  gl.float32)
-    signature = {"a_desc": f"tensordesc<fp32[{constexprs['BM']}, {constexprs['BK']}],"
-                           f"{layout!r}>",
+    bm, bn, bk = constexprs["BM"], constexprs["BN"], constexprs["BK"]
+    a_layout = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float32)
+    b_layout = gl.NVMMASharedLayout.get_default_for([bk, bn], gl.float32)
+    signature = {"a_desc": f"tensordesc<fp32[{bm}, {bk}],{a_layout!r}>",
+                 "b_desc": f"tensordesc<fp32[{bk}, {bn}],{b_layout!r}>",
                  "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
                  "stride_bk": "i32", "stride_cm": "i32"}
-    order = list(kernel_fn.arg_names)
-    src = GluonASTSource(
-        kernel_fn,
-        {name: "constexpr" if name in constexprs else signature[name] for name in order},
-        constexprs={(order.index(name),): value for name, value in constexprs.items()},
-        attrs={(order.index(name),): [["tt.divisibility", 16]] for name in signature
-               if name != "a_desc"})
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+    kernel = sass_audit.compile_gluon(kernel_fn, signature, constexprs, options)
     with tempfile.TemporaryDirectory() as tmp:
-        ptx, cubin = Path(tmp, "k.ptx"), Path(tmp, "k.cubin")
-        ptx.write_text(kernel.asm["ptx"])
-        cubin.write_bytes(kernel.asm["cubin"])
-        limit = [f"--maxrregcount={options['maxnreg']}"] if "maxnreg" in options else []
-        report = subprocess.run([triton.knobs.nvidia.ptxas.path, "-arch=sm_90a", "-v", *limit,
-                                 str(ptx), "-o", str(Path(tmp, "v.cubin"))],
-                                capture_output=True, text=True, check=True).stderr
-        sass = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-sass", str(cubin)],
-                              capture_output=True, text=True, check=True).stdout
+        report = sass_audit.ptxas_report(kernel.asm["ptx"], Path(tmp), "sm_90a",
+                                         options.get("maxnreg"))
+        sass = sass_audit.sass_text(kernel.asm["cubin"], Path(tmp))
     opcodes = {}
     for op in re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)", sass,
                          re.MULTILINE):
         opcodes[op] = opcodes.get(op, 0) + 1
-    return {"shared": kernel.metadata.shared,
-            "registers": int(re.search(r"Used (\d+) registers", report).group(1)),
-            "spill_bytes": int(re.search(r"(\d+) bytes spill stores", report).group(1)),
-            "opcodes": opcodes}
+    return {"shared": kernel.metadata.shared, "registers": report["registers"],
+            "spill_bytes": report["spill_stores"], "opcodes": opcodes,
+            "hazards": sass_audit.wgmma_register_hazards(sass)}
 
 
 def _probe(size: int, configs: list, rounds: int) -> None:

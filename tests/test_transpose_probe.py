@@ -20,13 +20,18 @@ H100_SMEM = 232448  # bytes of shared memory per block, opt-in
 
 def test_config_text_names_every_kernel_argument():
     cfg = transpose_probe.parse_config("128,256,32,3,2,8,1,1")
-    assert cfg == {"WS": False, "BM": 128, "BN": 256, "BK": 32, "STAGES": 3, "AHEAD": 2,
+    assert cfg == {"KIND": "", "BM": 128, "BN": 256, "BK": 32, "STAGES": 3, "AHEAD": 2,
                    "num_warps": 8, "CONST": 1, "INFLIGHT": 1}
     cfg = transpose_probe.parse_config("ws:128,256,32,4,8,1,4,152,1")
-    assert cfg == {"WS": True, "BM": 128, "BN": 256, "BK": 32, "STAGES": 4, "num_warps": 8,
+    assert cfg == {"KIND": "ws", "BM": 128, "BN": 256, "BK": 32, "STAGES": 4, "num_warps": 8,
                    "CONST": 1, "LOADER_WARPS": 4, "LOADER_REGS": 152, "LOAD_AHEAD": 1}
+    cfg = transpose_probe.parse_config("rsws:256,128,32,4,8,16")
+    assert cfg == {"KIND": "rsws", "BM": 256, "BN": 128, "BK": 32, "STAGES": 4,
+                   "num_warps": 8, "GROUP_M": 16}
     with pytest.raises(ValueError):
         transpose_probe.parse_config("128,256,32,3,2,8")
+    with pytest.raises(KeyError):
+        transpose_probe.parse_config("xx:1,2")
 
 
 def _offline(config: str) -> dict:

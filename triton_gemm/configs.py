@@ -665,6 +665,8 @@ def default_config(family: str, n: int | None = None) -> triton.Config:
 def config_name(config: triton.Config, family: str) -> str:
     """The table name of a config, e.g. 'h_128x256x64'."""
     kw = config.kwargs
+    if kw.get("REGISTER_FED"):  # kernels/register_fed.py: one fixed tile
+        return f"rf_{kw['BM']}x{kw['BN']}x{kw['BK']}"
     if family.startswith(STREAMK_PREFIX):  # a persistent tile run by the stream-K kernel
         return "sk_" + config_name(config, family[len(STREAMK_PREFIX):])
     if "UNROLL" in kw:

@@ -83,6 +83,7 @@ from . import configs
 from .kernels import gemv as _gemv
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
+from .kernels import register_fed as _register_fed
 from .kernels import splitk as _splitk
 from .kernels.common import INTERPRETER, capability
 from .kernels.copy import TILE as COPY_TILE
@@ -133,6 +134,15 @@ STAGE_MIN = 512
 # K-major: 512^3 tn tf32 1.06x vs 0.85x, tf32x3 1.20x vs 0.94x; tt 1.09x vs 0.90x, 1.24x vs
 # 0.99x; 640^3 tn 1.45x vs 1.22x, 1.77x vs 1.38x.
 STAGE_MIN_MNK = 768 ** 3
+
+# tf32 products with one MN-major operand and the other K-major (nn: a row-major B; tt: a
+# transposed A) run on kernels/register_fed.py, the MN-major operand fed to wgmma from
+# registers, instead of a K-major copy of it and the persistent kernel, where that plan
+# would run with no fringe and no waves of rows, the product plain (no epilogue: run()
+# keeps the copy for addmm's alpha, beta and D and for activations) and TMA can read both
+# operands as given. perf/transpose_probe.py, H200, eager after an L2 flush, us (cuBLAS tf32;
+# the copy plan): 4096^3 nn 382.7 (365.4; 398.4), 8192^3 nn 3209 (3188; 3321).
+REGISTER_FED = True
 
 # fp32 FMA dots (ieee, the plain kernel) run fastest on an M-contiguous A and an
 # N-contiguous B: each K step is an outer product of a column of A and a row of B, which
@@ -270,6 +280,8 @@ class Plan(NamedTuple):
     b_n_major: bool = False   # stage B N-contiguous (row-major) for fp32 FMA dots
     wave_rows: int | None = None  # persistent plans: the first launch takes these rows
                                   # (whole waves of tiles), a second the rest (_wave_rows)
+    register_fed: bool = False  # tf32 nn / tt: the register-fed kernel, where run() finds
+                                # it can take the call; else the rest of the plan
 
     @property
     def copies(self) -> bool:
@@ -372,6 +384,11 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # staging alike. Only where the (new, row-major) output takes a TMA store: a pointer
         # store's conversion buffer leaves the split tiles short of shared memory.
         return SPLIT_TF32
+    if (REGISTER_FED and precision == "tf32" and persistent and not pad and direct is None
+            and core is None and wave_rows is None and not mid_m and a_k_major != b_k_major):
+        # One operand MN-major, the other K-major: see REGISTER_FED. The copy stays in the
+        # plan for the calls the kernel does not take (an epilogue, unaligned rows).
+        return Plan(False, a_k_major, b_k_major, persistent=True, register_fed=True)
     if direct is not None:
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
         # as they are, at any tile count, instead of padded copies; fp32 operands TMA cannot
@@ -745,6 +762,12 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
             beta=beta, precision=precision, activation=activation,
             force=p._replace(transposed=False))
         return out
+    if p.register_fed:
+        if (precision == "tf32" and d is None and alpha == 1 and activation == 0
+                and a.shape[0] == 1 and _register_fed.supports(a[0], b[0], out[0])):
+            _register_fed.matmul_2d(a[0], b[0], out[0], _persistent.gpu_sms(a.device)[0])
+            return out
+        p = p._replace(register_fed=False)
     lo = None
     if p.split_tf32 and (precision != "tf32x3" or a.dtype != torch.float32):
         raise ValueError(f"a split_tf32 plan runs float32 operands at precision 'tf32x3', "

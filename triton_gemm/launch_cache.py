@@ -27,7 +27,6 @@ import os
 from typing import NamedTuple, Optional
 
 import torch
-from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import dispatch
 from .kernels import c_launch, common
@@ -150,7 +149,7 @@ def _recipe(record: common.Capture, operands: tuple) -> Optional[Recipe]:
             if t is None:  # an argument the kernel does not use (None: a constexpr)
                 launch_slots.append(None)
                 continue
-            ptr = (t.base if isinstance(t, TensorDescriptor) else t).data_ptr()
+            ptr = (t.base if isinstance(t, common.DESCRIPTORS) else t).data_ptr()
             inside = [(i, ptr - start) for i, start, end in ranges if start <= ptr < end]
             if len(inside) != 1:
                 return None

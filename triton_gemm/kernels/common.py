@@ -11,11 +11,16 @@ from typing import NamedTuple, Optional
 import torch
 import triton
 from triton import knobs
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 from triton.tools.tensor_descriptor import TensorDescriptor
 from triton.runtime import driver as _driver
 
 from .. import configs
 from . import tune_timer
+
+# Host TMA descriptors of triton kernels and of Gluon ones (kernels/register_fed.py): the
+# same fields (base, shape, strides, block_shape, padding) for launching and replaying.
+DESCRIPTORS = (TensorDescriptor, GluonTensorDescriptor)
 
 # triton.jit reads TRITON_INTERPRET when a kernel is defined, so the mode is fixed at import.
 INTERPRETER = os.environ.get("TRITON_INTERPRET", "0") == "1"
@@ -160,7 +165,7 @@ def _specialisation(arg):
     """What a compiled kernel depends on of a leading (pointer or descriptor) argument."""
     if arg is None:
         return None
-    if isinstance(arg, TensorDescriptor):  # its base is 16-byte aligned (it asserts so)
+    if isinstance(arg, DESCRIPTORS):  # its base is 16-byte aligned (it asserts so)
         return arg.base.dtype, tuple(arg.block_shape)
     return arg.dtype, arg.data_ptr() % 16 == 0
 
@@ -169,10 +174,10 @@ def _geometries(tensors) -> tuple:
     """Per leading argument, (shape, strides, padding) of a host TMA descriptor, else None:
     with a new base address, what triton's launcher needs to build the descriptor again
     (the block shape is the compiled kernel's)."""
-    if not any(isinstance(t, TensorDescriptor) for t in tensors):
+    if not any(isinstance(t, DESCRIPTORS) for t in tensors):
         return ()
     return tuple((tuple(t.shape), tuple(t.strides), t.padding)
-                 if isinstance(t, TensorDescriptor) else None for t in tensors)
+                 if isinstance(t, DESCRIPTORS) else None for t in tensors)
 
 
 class _Address(int):

@@ -1,0 +1,178 @@
+"""kernels/register_fed.py: tf32 nn and tt products with the MN-major operand fed to wgmma
+from registers. Where dispatch sends them (CPU), that the compiled kernel never lets an
+instruction overwrite a running wgmma's registers (offline sm_90a compile, no GPU), and the
+products themselves (GPU)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import DEVICE, gpu_only, randn, requires_kernels
+import triton_gemm
+from triton_gemm import dispatch, last_config
+from triton_gemm.kernels import register_fed
+from triton_gemm.tolerances import assert_close
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from perf import sass_audit  # noqa: E402
+
+SMS = 132
+RF_NAME = f"rf_{register_fed.BP}x{register_fed.BQ}x{register_fed.BK}"
+
+
+def _ops(m, n, k, a_layout, b_layout, dtype=torch.float32):
+    a = torch.empty(1, m, k, dtype=dtype) if a_layout == "row" else \
+        torch.empty(1, k, m, dtype=dtype).transpose(1, 2)
+    b = torch.empty(1, k, n, dtype=dtype) if b_layout == "row" else \
+        torch.empty(1, n, k, dtype=dtype).transpose(1, 2)
+    return a, b
+
+
+def test_tf32_nn_and_tt_plans_take_the_register_fed_kernel_with_their_copy_behind():
+    nn = dispatch.plan(*_ops(4096, 4096, 4096, "row", "row"), "tf32", SMS, True)
+    tt = dispatch.plan(*_ops(4096, 4096, 4096, "col", "col"), "tf32", SMS, True)
+    assert nn == dispatch.Plan(False, False, True, persistent=True, register_fed=True)
+    assert tt == dispatch.Plan(False, True, False, persistent=True, register_fed=True)
+
+
+@pytest.mark.parametrize("case", ["nt", "tn", "fp16", "tf32x3", "ieee", "batch", "no-tma",
+                                  "padded", "small"])
+def test_other_products_keep_their_plans(case):
+    """Both operands K-major (nt) need no copy; both MN-major (tn) are both staged; 16-bit
+    wgmma reads either layout; tf32x3 and ieee have their own paths; batches, GPUs without
+    TMA, unaligned (padded) and small products never reach the persistent plan."""
+    args = {"nt": (_ops(4096, 4096, 4096, "row", "col"), "tf32", True),
+            "tn": (_ops(4096, 4096, 4096, "col", "row"), "tf32", True),
+            "fp16": (_ops(4096, 4096, 4096, "row", "row", torch.float16), "half", True),
+            "tf32x3": (_ops(4096, 4096, 4096, "row", "row"), "tf32x3", True),
+            "ieee": (_ops(4096, 4096, 4096, "row", "row"), "ieee", True),
+            "batch": ((torch.empty(2, 2048, 2048), torch.empty(2, 2048, 2048)), "tf32", True),
+            "no-tma": (_ops(4096, 4096, 4096, "row", "row"), "tf32", False),
+            "padded": (_ops(4097, 4097, 4097, "row", "row"), "tf32", True),
+            "small": (_ops(512, 512, 512, "row", "row"), "tf32", True)}[case]
+    (a, b), precision, tma = args
+    assert not dispatch.plan(a, b, precision, SMS, tma).register_fed
+
+
+@requires_kernels
+def test_a_register_fed_plan_the_kernel_cannot_take_runs_its_copy():
+    """In the interpreter (no Gluon), with an epilogue, or past supports(): the plan's K-major
+    copy and the tiled kernel compute the product."""
+    m, n, k = (256, 320, 512) if DEVICE == "cuda" else (48, 40, 64)
+    a, b, d = randn(1, m, k), randn(1, k, n), randn(n)
+    force = dispatch.Plan(False, False, True, persistent=True, register_fed=True)
+    out = torch.full((1, m, n), float("nan"), device=a.device)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision="tf32", force=force)
+    assert not last_config().startswith("rf_")
+    ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
+    assert_close(out, ref, torch.float32, "tf32", "register-fed plan, epilogue", operands=(a, b))
+
+
+def test_the_hazard_scan_finds_a_fragment_loaded_under_a_running_wgmma():
+    """ptxas 12.8's own schedule with one wgmma left in flight (the probe's first try):
+    the next fragment loaded into the registers the running wgmma reads."""
+    sass = "\n".join([
+        "        /*2350*/                   HGMMA.64x256x8.F32.TF32 R24, R152, gdesc[UR4], R24 ;",
+        "        /*2420*/                   HGMMA.64x256x8.F32.TF32 R24, R164, gdesc[UR4], R24, gsb0 ;",
+        "        /*2580*/                   LDS R152, [R13+UR5+0x20000] ;",
+        "        /*2680*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;",
+        "        /*2690*/                   LDS R170, [R13+UR5+0x20000] ;",
+        "        /*26a0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;",
+        "        /*26b0*/               @P1 LDS.64 R164, [R13+UR5+0x20000] ;"])
+    assert sass_audit.wgmma_register_hazards(sass) == [
+        "/*2580*/ LDS R152, [R13+UR5+0x20000] ;"]
+
+
+def test_the_kernel_compiles_with_alternating_fragments_and_no_hazard():
+    """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off): both
+    output orientations issue register-fed HGMMA from two register sets (two K steps a
+    turn), nothing writes a set while its wgmma runs, no spills, and the ring fits the
+    H100's shared memory."""
+    code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
+            "print(json.dumps([sass_audit.register_fed_report(t) for t in (True, False)]))")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=False,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for report in json.loads(done.stdout.strip().splitlines()[-1]):
+        assert report["mma"] == "HGMMA.64x256x8.F32.TF32", report
+        # Four k8 instructions a K step, each fragment four registers: two sets of 16.
+        assert len(report["a_registers"]) == 8, report
+        assert report["hazards"] == [], report
+        assert report["spill_stores"] == 0 and "C7515" not in report["warnings"], report
+        assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem
+
+
+@gpu_only
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("m,n,k", [(256, 512, 1024), (300, 272, 1000), (1000, 1500, 1016),
+                                   (384, 256, 96), (128, 640, 32), (4096, 4096, 4096)])
+def test_register_fed_kernel_computes_the_product(layout, m, n, k):
+    """Edges of both tile sides (TMA reads zeros past them, the store is masked), K past
+    the last 32-deep step, an odd number of K steps (96, 32: the loop runs them in pairs),
+    several tiles per program (4096^3 on 132 SMs); NaN-poisoned output."""
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    a = randn(m, k) if layout == "nn" else randn(k, m).T
+    b = randn(k, n) if layout == "nn" else randn(n, k).T
+    out = torch.full((m, n), float("nan"), device=a.device)
+    assert register_fed.supports(a, b, out)
+    register_fed.matmul_2d(a, b, out, torch.cuda.get_device_properties(0).multi_processor_count)
+    assert last_config() == RF_NAME
+    assert_close(out, a.double() @ b.double(), torch.float32, "tf32", f"{layout} {m}x{n}x{k}",
+                 operands=(a, b))
+
+
+@gpu_only
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+def test_matmul_runs_large_tf32_nn_and_tt_products_register_fed(layout):
+    """Through the public API: matmul takes the kernel, addmm (an epilogue) the copy."""
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    m = n = k = 2048
+    a = randn(m, k) if layout == "nn" else randn(k, m).T
+    b = randn(k, n) if layout == "nn" else randn(n, k).T
+    out = triton_gemm.matmul(a, b, precision="tf32")
+    assert last_config() == RF_NAME
+    assert_close(out, a.double() @ b.double(), torch.float32, "tf32", layout, operands=(a, b))
+    bias = randn(n)
+    out = triton_gemm.addmm(bias, a, b, precision="tf32")
+    assert last_config() != RF_NAME
+    assert_close(out, bias.double() + a.double() @ b.double(), torch.float32, "tf32",
+                 f"{layout} addmm", operands=(a, b))
+
+
+@gpu_only
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+def test_register_fed_calls_replay_through_the_launch_cache(layout):
+    """A second call of the signature on new operands is a replay (no planning, triton's
+    launcher bypassed; its descriptors rebuilt around the new addresses) and still right."""
+    from triton_gemm import launch_cache
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    if not launch_cache.ENABLED:
+        pytest.skip("TRITON_GEMM_LAUNCH_CACHE=0")
+    m = n = k = 2048
+
+    def operands():
+        a = randn(1, m, k) if layout == "nn" else randn(1, k, m).mT
+        b = randn(1, k, n) if layout == "nn" else randn(1, n, k).mT
+        return a, b
+
+    launch_cache.clear()
+    replayed = launch_cache.stats["replayed"]
+    for _ in range(3):
+        a, b = operands()
+        out = torch.full((1, m, n), float("nan"), device=a.device)
+        launch_cache.run(a, b, out, None, alpha=1.0, beta=0.0, precision="tf32")
+        assert last_config() == RF_NAME
+        assert_close(out, a.double() @ b.double(), torch.float32, "tf32", layout,
+                     operands=(a[0], b[0]))
+    assert launch_cache.stats["replayed"] - replayed == 2
