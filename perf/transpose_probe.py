@@ -47,11 +47,13 @@ if str(ROOT) not in sys.path:
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
 
-# The variants of the README's table (H200, perf/results/NVIDIA-H200/transpose_probe.log).
+# The variants the README quotes (H200, perf/results/NVIDIA-H200/transpose_probe*.log).
 DEFAULT_CONFIGS = ["128,256,32,3,2,8,1,1", "128,256,32,4,2,8,1,1", "128,256,32,4,1,8,1,1",
                    "128,256,32,4,1,8,0,1", "128,256,32,4,1,8,1,2", "128,128,64,3,2,8,1,1",
                    "ws:128,256,32,4,8,1,4,152,1", "ws:128,256,32,3,8,1,4,152,1",
-                   "ws:128,256,32,4,8,1,4,168,2", "ws:128,128,32,6,4,1,4,168,1"]
+                   "ws:128,256,32,4,8,1,4,168,2", "ws:128,128,32,6,4,1,4,168,1",
+                   "rs:256,128,32,4,8,0", "rs:256,128,32,4,8,1", "rsws:256,128,32,4,8,8",
+                   "rsws:256,128,32,4,8,16", "rsws:128,256,32,4,8,8"]
 
 
 @gluon.jit

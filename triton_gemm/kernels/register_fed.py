@@ -13,9 +13,10 @@ ptxas before CUDA 13.3 may reuse a register-fed wgmma's input registers before i
 them (triton-lang/triton#11781; triton 3.6 ships ptxas 12.8). Left to itself, ptxas 12.8
 loaded the next K step's fragment into the registers the running wgmma reads. So two
 fragments alternate (the loop runs two K steps a turn) and each is kept (_keep) until the
-wait that retires its wgmma: the SASS then loads each fragment only after that wait. With
-each wgmma waited for at once instead, nothing is in flight to overwrite, but the tensor
-cores drain every step: 516 against 386 us at 4096^3 (perf/transpose_probe.py, H200).
+wait that retires its wgmma: the SASS then loads each fragment only after that wait
+(perf/sass_audit.wgmma_register_hazards checks). With each wgmma waited for at once
+instead, nothing is in flight to overwrite, but the tensor cores drain every step: 528.7
+against 395.0 us at 4096^3 (perf/transpose_probe.py, H200, one run, before the TMA warp).
 
 Written in Gluon (triton's explicit-layout dialect): triton's tl.dot on an N-major fp32
 operand re-lays it in shared memory (686-888 us at 4096^3), and its pipeliner has its own
@@ -33,18 +34,19 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .common import INTERPRETER, hopper, needs_int64, record, run_kernel
+from .persistent import _tma_ok
 
 # The tile: BP accumulator rows from X (two warpgroups of 64), BQ columns from Y, BK deep,
-# STAGES ring slots (48 KB each). perf/transpose_probe.py, H200, 4096^3 / 8192^3 nn, us
-# (cuBLAS tf32; the library's K-major copy plan): 256x128x32 GROUP_M 8 382.7 / 3209 (365.4 /
-# 3188; 398.4 / 3321); GROUP_M 4 384.6 / 3252, 16 393.6 / 3300; BP 256 x BQ 128 486.3 /
-# 3925; 3 stages 399.2 / 3324.
+# STAGES ring slots (48 KB each). perf/transpose_probe.py (rsws: configs), H200, 4096^3 /
+# 8192^3 nn, us, one run (cuBLAS tf32; the library's K-major copy plan): BQ 256 x BP 128
+# GROUP_M 8 382.7 / 3209 (365.4 / 3188; 398.4 / 3321); GROUP_M 4 384.6 / 3252, 16 393.6 /
+# 3300; BQ 128 x BP 256 486.3 / 3925. Another run: 3 stages 399.2 / 3324 against 4 386.0 /
+# 3342.
 BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 4, 8, 8
 # One TMA warp, a warpgroup of registers: 24 each hands the rest to the wgmma warps
 # (240 each; they need ~215).
 LOADER_REGS = 24
 MAX_REGISTERS = 65536 // (32 * (WARPS + 4)) // 8 * 8
-TMA_ALIGN_BYTES = 16
 
 
 @gluon.jit
@@ -184,11 +186,6 @@ def _operands(a: torch.Tensor, b: torch.Tensor):
     return None
 
 
-def _tma_ok(t: torch.Tensor) -> bool:
-    return (t.data_ptr() % TMA_ALIGN_BYTES == 0
-            and t.stride(0) * t.element_size() % TMA_ALIGN_BYTES == 0)
-
-
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
     """Whether fp32 a (M, K) and b (K, N) in the nn or tt layout, both as TMA reads them
     (16-byte aligned base and row stride), and a fp32 out (M, N) with unit column stride
@@ -198,7 +195,8 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
     if a.dim() != 2 or b.dim() != 2 or out.stride(1) != 1 or not hopper(a.device):
         return False
     ops = _operands(a, b)
-    return (ops is not None and _tma_ok(ops[0]) and _tma_ok(ops[1])
+    return (ops is not None and _tma_ok(ops[0], ops[0].stride(0))
+            and _tma_ok(ops[1], ops[1].stride(0))
             and not needs_int64(out) and min(a.shape + b.shape) > 0)
 
 
