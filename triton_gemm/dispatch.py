@@ -10,16 +10,14 @@ Two facts measured on the H100 (4096^3, tutorial-style Triton kernel) decide thi
 * fp32 operands on tensor cores (tf32, tf32x3): wgmma reads 32-bit operands only in
   K-major layout; with row-major B, tf32 ran 142 TFLOPS against 308 for K-major B
   (tf32x3: 56 against 96). A K-major copy of B costs one read and write of B. Only
-  wgmma's first operand may come in another layout, from registers: a tile run transposed,
-  acc^T = B^T A^T with B^T in registers, compiles to register-sourced wgmma with triton 3.6
-  for sm_90 (checked offline), but is not used: triton's pipeliner can overwrite those
-  registers while a wgmma still reads them (triton-lang/triton#9433), ptxas before CUDA
-  13.3 may reuse them early (triton-lang/triton#11781; triton 3.6 ships ptxas 12.8), and
-  ptxas serialises the wgmmas of the non-warp-specialised tiles (its C7515 note). A probe
-  of it on the H100 (thirty-fifth session, README "Which precision") ran 241-301 TFLOPS at
-  4096^3 where correct, and wrong (relative error 0.5) on 128x256x32 tiles. Nor does a
-  kernel that stores B's tiles K-major into shared memory itself beat the copy
-  (perf/transpose_probe.py, H200: 0.66x cuBLAS at 4096^3 against 0.88x for the copy).
+  wgmma's first operand may come in another layout, from registers: acc^T = B^T A^T with
+  B^T in registers. Through triton's tl.dot that is not safe (its pipeliner can overwrite
+  those registers while a wgmma still reads them, triton-lang/triton#9433; a probe ran
+  241-301 TFLOPS at 4096^3 where correct, wrong on 128x256x32 tiles). Written in Gluon
+  with the pipeline by hand, kernels/register_fed.py is right and faster than the copy:
+  REGISTER_FED below. A kernel that stores B's tiles K-major into shared memory itself
+  did not beat the copy (perf/transpose_probe.py, H200: 0.66x cuBLAS at 4096^3 against
+  0.88x for the copy).
 * fp32 FMA (ieee) wants the opposite: an M-major A and a row-major B (outer products).
   With a K-major B it ran 0.48x cuBLAS SGEMM at 4096^3 against 0.84x row-major, and an
   M-major A took row-major B from 0.84x to 0.93x (FMA_STAGE_A_MIN). An unaligned row-major
@@ -141,7 +139,12 @@ STAGE_MIN_MNK = 768 ** 3
 # would run with no fringe and no waves of rows, the product plain (no epilogue: run()
 # keeps the copy for addmm's alpha, beta and D and for activations) and TMA can read both
 # operands as given. perf/transpose_probe.py, H200, eager after an L2 flush, us (cuBLAS tf32;
-# the copy plan): 4096^3 nn 382.7 (365.4; 398.4), 8192^3 nn 3209 (3188; 3321).
+# the copy plan): 4096^3 nn 382.7 (365.4; 398.4), 8192^3 nn 3209 (3188; 3321). The H100
+# report (thirty-sixth session; eager ratio to cuBLAS, the copy plan's in the run before):
+# 2048^3 nn 1.03x (0.85x), 4096^3 nn 1.07x (0.89x), 6144^3 1.00x (1.03x), 8192^3 0.97x
+# (0.93x), tt 4096^3 0.99x (0.89x), 8192^3 0.99x (0.99x). Products with fewer
+# PERSISTENT_TILE tiles than SMs (1024^3) stay on the plain kernel; between those and 2048^3
+# the kernel takes them unmeasured.
 REGISTER_FED = True
 
 # fp32 FMA dots (ieee, the plain kernel) run fastest on an M-contiguous A and an
