@@ -38,7 +38,6 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
                                                               tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -46,6 +45,8 @@ if str(ROOT) not in sys.path:
 
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
+from triton_gemm.kernels import register_fed  # noqa: E402
+from triton_gemm.kernels.register_fed import _descriptor, _keep, _tile_origin  # noqa: E402
 
 # The variants the README quotes (H200, perf/results/NVIDIA-H200/transpose_probe*.log).
 DEFAULT_CONFIGS = ["128,256,32,3,2,8,1,1", "128,256,32,4,2,8,1,1", "128,256,32,4,1,8,1,1",
@@ -54,17 +55,6 @@ DEFAULT_CONFIGS = ["128,256,32,3,2,8,1,1", "128,256,32,4,2,8,1,1", "128,256,32,4
                    "ws:128,256,32,4,8,1,4,168,2", "ws:128,128,32,6,4,1,4,168,1",
                    "rs:256,128,32,4,8,0", "rs:256,128,32,4,8,1", "rsws:256,128,32,4,8,8",
                    "rsws:256,128,32,4,8,16", "rsws:128,256,32,4,8,8"]
-
-
-@gluon.jit
-def _tile_origin(tile, num_pid_m, num_pid_n, BM: gl.constexpr, BN: gl.constexpr,
-                 GROUP_M: gl.constexpr):
-    """Grouped order, as persistent.tile_origin."""
-    height = gl.cdiv(num_pid_m, gl.cdiv(num_pid_m, GROUP_M))
-    per_group = height * num_pid_n
-    first_m = (tile // per_group) * height
-    rows = gl.minimum(num_pid_m - first_m, height)
-    return (first_m + (tile % per_group) % rows) * BM, ((tile % per_group) // rows) * BN
 
 
 @gluon.jit
@@ -275,14 +265,6 @@ def _ws_kernel(
 
 
 @gluon.jit
-def _keep(x):
-    """A use of x's registers that the compiler cannot drop or move: ptxas 12.x takes a
-    register-fed wgmma's inputs as dead once it is issued, not once it retires."""
-    return gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=gl.float32,
-                                     is_pure=False, pack=1)
-
-
-@gluon.jit
 def _rs_refill(a_desc, b_desc, a_ring, b_ring, bars, off_m, off_n, k_step, k_steps, slot,
                BK: gl.constexpr):
     """TMA loads of step k_step's A and B tiles into ring slot `slot`, if it exists."""
@@ -387,113 +369,14 @@ def _rs_kernel(
         mbarrier.invalidate(bars.index(s))
 
 
-@gluon.jit
-def _rsws_loader(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K,
-                 BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr):
-    """The TMA warp of _rsws_kernel: each step's A and B tiles into the ring once the
-    wgmma warps have handed the slot back."""
-    STAGES: gl.constexpr = a_ring.type.shape[0]
-    nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
-    num_pid_m = gl.cdiv(M, BM)
-    num_pid_n = gl.cdiv(N, BN)
-    k_steps = gl.cdiv(K, BK)
-    step = 0
-    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
-        for i in range(k_steps):
-            slot = step % STAGES
-            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(slot), nbytes)
-            tma.async_copy_global_to_shared(a_desc, [off_m, i * BK], ready.index(slot),
-                                            a_ring.index(slot))
-            tma.async_copy_global_to_shared(b_desc, [i * BK, off_n], ready.index(slot),
-                                            b_ring.index(slot))
-            step += 1
-
-
-@gluon.jit
-def _rsws_mma(a_ring, b_ring, ready, empty, c_ptr, M, N, K, stride_cm,
-              BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr):
-    """The wgmma warpgroups of _rsws_kernel: _rs_kernel's ASYNC=1 loop, each slot handed
-    back to the TMA warp once both warpgroups' wgmmas on it have retired."""
-    STAGES: gl.constexpr = a_ring.type.shape[0]
-    NW: gl.constexpr = gl.num_warps()
-    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, BM, 8])
-    bt_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout,
-                                                  k_width=1)
-    rn = gl.arange(0, BN, layout=gl.SliceLayout(1, mma_layout))
-    rm = gl.arange(0, BM, layout=gl.SliceLayout(0, mma_layout))
-    num_pid_m = gl.cdiv(M, BM)
-    num_pid_n = gl.cdiv(N, BN)
-    k_steps = gl.cdiv(K, BK)
-    step = 0
-    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
-        mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
-        x = b_ring.index(step % STAGES).permute((1, 0)).load(bt_layout)
-        y = x
-        acc = gl.zeros([BN, BM], gl.float32, mma_layout)
-        for i in range(0, k_steps, 2):
-            slot = (step + i) % STAGES
-            acc = warpgroup_mma(x, a_ring.index(slot).permute((1, 0)), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires i - 1
-            _keep(y)
-            gl.thread_barrier()  # both warpgroups
-            mbarrier.arrive(empty.index((slot + STAGES - 1) % STAGES), pred=i > 0)
-            odd = (slot + 1) % STAGES
-            mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
-            y = b_ring.index(odd).permute((1, 0)).load(bt_layout)
-            acc = warpgroup_mma(y, a_ring.index(odd).permute((1, 0)), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires i
-            _keep(x)
-            gl.thread_barrier()
-            mbarrier.arrive(empty.index(slot))
-            if i + 2 < k_steps:
-                even = (slot + 2) % STAGES
-                mbarrier.wait(ready.index(even), ((step + i + 2) // STAGES) & 1)
-                x = b_ring.index(even).permute((1, 0)).load(bt_layout)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-        _keep(y)
-        gl.thread_barrier()
-        step += k_steps
-        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
-        rows_n = off_n + rn
-        cols_m = off_m + rm
-        gl.store(c_ptr + cols_m[None, :] * stride_cm + rows_n[:, None], acc,
-                 mask=(cols_m[None, :] < M) & (rows_n[:, None] < N))
-
-
-@gluon.jit
-def _rsws_kernel(
-    a_desc, b_desc, c_ptr, M, N, K, stride_cm,
-    BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
-    GROUP_M: gl.constexpr,
-):
-    """_rs_kernel (ASYNC=1) with the TMA loads in a warp of their own (warp
-    specialisation): the wgmma warps never stop to issue them."""
-    a_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BM, BK], a_desc.layout)
-    b_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BN], b_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
-    gl.warp_specialize([
-        (_rsws_mma, (a_ring, b_ring, ready, empty, c_ptr, M, N, K, stride_cm, BM, BN, BK,
-                     GROUP_M)),
-        (_rsws_loader, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BM, BN, BK,
-                        GROUP_M)),
-    ], [1], [24])
-
-
 def parse_config(text: str) -> dict:
     """A config's text -> the kernel's arguments and its KIND:
     BM,BN,BK,STAGES,AHEAD,WARPS,CONST,INFLIGHT (the in-kernel transpose),
     ws:BM,BN,BK,STAGES,WARPS,CONST,LOADER_WARPS,LOADER_REGS,LOAD_AHEAD (warp-specialised),
     rs:BM,BN,BK,STAGES,WARPS,ASYNC (B^T from registers),
-    rsws:BM,BN,BK,STAGES,WARPS,GROUP_M (the same, ASYNC=1, TMA from a warp of its own);
-    GROUP_M 8 where the config does not name it."""
+    rsws:BM,BN,BK,STAGES,WARPS,GROUP_M (the same, ASYNC=1, TMA from a warp of its own:
+    kernels/register_fed.py on BP = BN, BQ = BM); GROUP_M 8 where the config does not
+    name it."""
     kind, _, values = text.rpartition(":")
     names = {"": ("BM", "BN", "BK", "STAGES", "AHEAD", "num_warps", "CONST", "INFLIGHT"),
              "ws": ("BM", "BN", "BK", "STAGES", "num_warps", "CONST", "LOADER_WARPS",
@@ -504,7 +387,7 @@ def parse_config(text: str) -> dict:
 
 
 _KERNELS = {"": _smem_transpose_kernel, "ws": _ws_kernel, "rs": _rs_kernel,
-            "rsws": _rsws_kernel}
+            "rsws": register_fed._register_fed_kernel}
 
 
 def _kernel_and_options(config: dict, b_stride: int):
@@ -519,12 +402,10 @@ def _kernel_and_options(config: dict, b_stride: int):
         # partition's warps count in whole warpgroups).
         warps = options["num_warps"] + -(-cfg.get("LOADER_WARPS", 1) // 4) * 4
         options["maxnreg"] = min(240, 65536 // (32 * warps) // 8 * 8)
+    if kind == "rsws":  # the library's kernel: X = B (P = N), Y = A (Q = M), C^T stored
+        cfg = {"BP": cfg.pop("BN"), "BQ": cfg.pop("BM"), **cfg, "OUT_T": True,
+               "LOADER_REGS": register_fed.LOADER_REGS}
     return _KERNELS[kind], {"GROUP_M": 8, **cfg}, options
-
-
-def _descriptor(t, block: list) -> TensorDescriptor:
-    layout = gl.NVMMASharedLayout.get_default_for(block, gl.float32)
-    return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
 def matmul(a, b, out, config: dict):
@@ -534,7 +415,8 @@ def matmul(a, b, out, config: dict):
     m, k = a.shape
     n = b.shape[1]
     kernel, constexprs, options = _kernel_and_options(config, b.stride(0))
-    bm, bn, bk = constexprs["BM"], constexprs["BN"], constexprs["BK"]
+    bm, bn = constexprs.get("BM", constexprs.get("BQ")), constexprs.get("BN", constexprs.get("BP"))
+    bk = constexprs["BK"]
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     grid = -(-tiles // max(1, -(-tiles // sms)))
@@ -542,7 +424,10 @@ def matmul(a, b, out, config: dict):
     if config["KIND"] in ("rs", "rsws") and constexprs.get("ASYNC", 1) and k % (2 * bk):
         raise ValueError(f"rs: with ASYNC=1 runs two K steps a turn: K = {k} must be a "
                          f"multiple of {2 * bk}")
-    if config["KIND"] in ("rs", "rsws"):
+    if config["KIND"] == "rsws":
+        kernel[(grid, )](_descriptor(b, [bk, bn]), a_desc, out, n, m, k, out.stride(0),
+                         **constexprs, **options)
+    elif config["KIND"] == "rs":
         kernel[(grid, )](a_desc, _descriptor(b, [bk, bn]), out, m, n, k, out.stride(0),
                          **constexprs, **options)
     else:
@@ -557,13 +442,16 @@ def offline_sass(config: dict, b_stride: int = 4096) -> dict:
     from perf import sass_audit
 
     kernel_fn, constexprs, options = _kernel_and_options(config, b_stride)
-    bm, bn, bk = constexprs["BM"], constexprs["BN"], constexprs["BK"]
+    bm, bn = constexprs.get("BM", constexprs.get("BQ")), constexprs.get("BN", constexprs.get("BP"))
+    bk = constexprs["BK"]
     a_layout = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float32)
     b_layout = gl.NVMMASharedLayout.get_default_for([bk, bn], gl.float32)
-    signature = {"a_desc": f"tensordesc<fp32[{bm}, {bk}],{a_layout!r}>",
-                 "b_desc": f"tensordesc<fp32[{bk}, {bn}],{b_layout!r}>",
+    a_desc = f"tensordesc<fp32[{bm}, {bk}],{a_layout!r}>"
+    b_desc = f"tensordesc<fp32[{bk}, {bn}],{b_layout!r}>"
+    signature = {"a_desc": a_desc, "b_desc": b_desc, "x_desc": b_desc, "y_desc": a_desc,
                  "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
-                 "stride_bk": "i32", "stride_cm": "i32"}
+                 "P": "i32", "Q": "i32", "stride_bk": "i32", "stride_cm": "i32",
+                 "stride_c0": "i32"}
     kernel = sass_audit.compile_gluon(kernel_fn, signature, constexprs, options)
     with tempfile.TemporaryDirectory() as tmp:
         report = sass_audit.ptxas_report(kernel.asm["ptx"], Path(tmp), "sm_90a",
