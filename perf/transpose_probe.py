@@ -32,7 +32,6 @@ import tempfile
 from pathlib import Path
 
 import torch
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
@@ -46,6 +45,7 @@ if str(ROOT) not in sys.path:
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
 from triton_gemm.kernels import register_fed  # noqa: E402
+from triton_gemm.kernels.persistent import programs  # noqa: E402
 from triton_gemm.kernels.register_fed import _descriptor, _keep, _tile_origin  # noqa: E402
 
 # The variants the README quotes (H200, perf/results/NVIDIA-H200/transpose_probe*.log).
@@ -417,9 +417,8 @@ def matmul(a, b, out, config: dict):
     kernel, constexprs, options = _kernel_and_options(config, b.stride(0))
     bm, bn = constexprs.get("BM", constexprs.get("BQ")), constexprs.get("BN", constexprs.get("BP"))
     bk = constexprs["BK"]
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    grid = -(-tiles // max(1, -(-tiles // sms)))
+    grid = programs(bm, bn, m, n, sms, half_tail=False)
     a_desc = _descriptor(a, [bm, bk])
     if config["KIND"] in ("rs", "rsws") and constexprs.get("ASYNC", 1) and k % (2 * bk):
         raise ValueError(f"rs: with ASYNC=1 runs two K steps a turn: K = {k} must be a "

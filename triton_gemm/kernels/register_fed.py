@@ -34,7 +34,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .common import INTERPRETER, hopper, needs_int64, record, run_kernel
-from .persistent import _tma_ok
+from .persistent import _tma_ok, programs
 
 # The tile: BP accumulator rows from X (two warpgroups of 64), BQ columns from Y, BK deep,
 # STAGES ring slots (48 KB each). perf/transpose_probe.py (rsws: configs), H200, 4096^3 /
@@ -62,6 +62,13 @@ def _tile_origin(tile, num_pid_q, num_pid_p, BQ: gl.constexpr, BP: gl.constexpr,
 
 
 @gluon.jit
+def _grid(P, Q, K, BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr):
+    """(tiles along P, tiles along Q, K steps): both partitions walk the same tiles and
+    steps, the K steps rounded up to pairs (the wgmma loop runs two a turn)."""
+    return gl.cdiv(P, BP), gl.cdiv(Q, BQ), gl.cdiv(gl.cdiv(K, BK), 2) * 2
+
+
+@gluon.jit
 def _keep(x):
     """A use of x's registers the compiler can neither drop nor move: ptxas 12.x takes a
     register-fed wgmma's inputs as dead once it is issued, not once it retires."""
@@ -77,9 +84,7 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride
     handed the slot back. K steps are issued in pairs; past K, TMA fills zeros."""
     STAGES: gl.constexpr = x_ring.type.shape[0]
     nbytes: gl.constexpr = x_desc.block_type.nbytes + y_desc.block_type.nbytes
-    num_pid_p = gl.cdiv(P, BP)
-    num_pid_q = gl.cdiv(Q, BQ)
-    k_steps = gl.cdiv(gl.cdiv(K, BK), 2) * 2
+    num_pid_p, num_pid_q, k_steps = _grid(P, Q, K, BP, BQ, BK)
     step = 0
     for tile in range(gl.program_id(0), num_pid_p * num_pid_q, gl.num_programs(0)):
         off_q, off_p = _tile_origin(tile, num_pid_q, num_pid_p, BQ, BP, GROUP_M)
@@ -109,9 +114,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
                                                  k_width=1)
     rp = gl.arange(0, BP, layout=gl.SliceLayout(1, mma_layout))
     rq = gl.arange(0, BQ, layout=gl.SliceLayout(0, mma_layout))
-    num_pid_p = gl.cdiv(P, BP)
-    num_pid_q = gl.cdiv(Q, BQ)
-    k_steps = gl.cdiv(gl.cdiv(K, BK), 2) * 2
+    num_pid_p, num_pid_q, k_steps = _grid(P, Q, K, BP, BQ, BK)
     step = 0
     for tile in range(gl.program_id(0), num_pid_p * num_pid_q, gl.num_programs(0)):
         off_q, off_p = _tile_origin(tile, num_pid_q, num_pid_p, BQ, BP, GROUP_M)
@@ -206,12 +209,11 @@ def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
 
 
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int) -> torch.Tensor:
-    """out = a @ b in tf32 for operands supports() accepts; sms: the GPU's SM count (as
-    many programs as take the tiles' waves, persistent.BALANCED_WAVES). Returns out."""
+    """out = a @ b in tf32 for operands supports() accepts; sms: the GPU's SM count (the
+    grid as the persistent kernel's: persistent.programs). Returns out."""
     x, y, out_t = _operands(a, b)
     p, q = x.shape[1], y.shape[0]
-    tiles = triton.cdiv(p, BP) * triton.cdiv(q, BQ)
-    grid = -(-tiles // max(1, -(-tiles // sms)))
+    grid = programs(BP, BQ, p, q, sms, half_tail=False)
     run_kernel(_register_fed_kernel, (grid, ),
                (_descriptor(x, [BK, BP]), _descriptor(y, [BQ, BK]), out, p, q, a.shape[1],
                 out.stride(0)),
