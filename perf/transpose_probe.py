@@ -45,8 +45,8 @@ if str(ROOT) not in sys.path:
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
 from triton_gemm.kernels import register_fed  # noqa: E402
-from triton_gemm.kernels.persistent import programs  # noqa: E402
-from triton_gemm.kernels.register_fed import _descriptor, _keep, _tile_origin  # noqa: E402
+from triton_gemm.kernels.persistent import programs, tile_origin  # noqa: E402
+from triton_gemm.kernels.register_fed import _descriptor, _keep  # noqa: E402
 
 # The variants the README quotes (H200, perf/results/NVIDIA-H200/transpose_probe*.log).
 DEFAULT_CONFIGS = ["128,256,32,3,2,8,1,1", "128,256,32,4,2,8,1,1", "128,256,32,4,1,8,1,1",
@@ -96,7 +96,7 @@ def _smem_transpose_kernel(
     k_steps = gl.cdiv(K, BK)
     step = 0  # steps run by this program over all its tiles: ring slot and barrier phase
     for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         b_cols = off_n + rn
         b_ptrs = b_ptr + rk[:, None] * stride_bk + b_cols[None, :]
         n_ok = b_cols[None, :] < N
@@ -167,7 +167,7 @@ def _ws_mma(a_ring, b_ring, ready, empty, c_ptr, M, N, K, stride_cm,
     k_steps = gl.cdiv(K, BK)
     step = 0
     for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         acc = gl.zeros([BM, BN], gl.float32, mma_layout)
         for i in range(k_steps):
             slot = step % STAGES
@@ -207,7 +207,7 @@ def _ws_loader(a_desc, b_ptr, a_ring, b_ring, ready, empty, M, N, K, stride_bk,
     k_steps = gl.cdiv(K, BK)
     step = 0
     for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         b_cols = off_n + rn
         b_ptrs = b_ptr + rk[:, None] * stride_bk + b_cols[None, :]
         n_ok = b_cols[None, :] < N
@@ -311,7 +311,7 @@ def _rs_kernel(
     k_steps = gl.cdiv(K, BK)
     step = 0
     for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
         # Steps 0 .. STAGES - 2 now; step i + STAGES - 1 goes into step i - 1's slot once
         # both warpgroups are done with it.
         for s in gl.static_range(STAGES - 1):

@@ -34,7 +34,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .common import INTERPRETER, hopper, needs_int64, record, run_kernel
-from .persistent import _tma_ok, programs
+from .persistent import _tma_ok, programs, tile_origin
 
 # The tile: BP accumulator rows from X (two warpgroups of 64), BQ columns from Y, BK deep,
 # STAGES ring slots (48 KB each). perf/transpose_probe.py (rsws: configs), H200, 4096^3 /
@@ -47,18 +47,6 @@ BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 4, 8, 8
 # (240 each; they need ~215).
 LOADER_REGS = 24
 MAX_REGISTERS = 65536 // (32 * (WARPS + 4)) // 8 * 8
-
-
-@gluon.jit
-def _tile_origin(tile, num_pid_q, num_pid_p, BQ: gl.constexpr, BP: gl.constexpr,
-                 GROUP_M: gl.constexpr):
-    """(q, p) of a tile's first element in grouped order (persistent.tile_origin, with the
-    Y tiles as rows)."""
-    height = gl.cdiv(num_pid_q, gl.cdiv(num_pid_q, GROUP_M))
-    per_group = height * num_pid_p
-    first = (tile // per_group) * height
-    rows = gl.minimum(num_pid_q - first, height)
-    return (first + (tile % per_group) % rows) * BQ, ((tile % per_group) // rows) * BP
 
 
 @gluon.jit
@@ -87,7 +75,7 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride
     num_pid_p, num_pid_q, k_steps = _grid(P, Q, K, BP, BQ, BK)
     step = 0
     for tile in range(gl.program_id(0), num_pid_p * num_pid_q, gl.num_programs(0)):
-        off_q, off_p = _tile_origin(tile, num_pid_q, num_pid_p, BQ, BP, GROUP_M)
+        off_q, off_p = tile_origin(tile, num_pid_q, num_pid_p, BQ, BP, GROUP_M)
         for i in range(k_steps):
             slot = step % STAGES
             mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
@@ -117,7 +105,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
     num_pid_p, num_pid_q, k_steps = _grid(P, Q, K, BP, BQ, BK)
     step = 0
     for tile in range(gl.program_id(0), num_pid_p * num_pid_q, gl.num_programs(0)):
-        off_q, off_p = _tile_origin(tile, num_pid_q, num_pid_p, BQ, BP, GROUP_M)
+        off_q, off_p = tile_origin(tile, num_pid_q, num_pid_p, BQ, BP, GROUP_M)
         mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
         x = x_ring.index(step % STAGES).permute((1, 0)).load(x_layout)
         y = x
