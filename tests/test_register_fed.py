@@ -110,23 +110,63 @@ def test_the_kernel_compiles_with_alternating_fragments_and_no_hazard():
         assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem
 
 
+@pytest.mark.parametrize("ctas", [2, 4])
+def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(ctas):
+    """The variant in clusters of ctas CTAs, offline for sm_90a: the PTX strings' shared
+    memory offsets match triton's allocation (else matmul_2d refuses to launch it), one
+    multicast load of Y a K step, three remote arrives per peer (the loop's two slot
+    releases and the tile's last), no GPU-scope fence but the four cluster syncs (start
+    and end of both partitions), and the plain kernel's register, spill and hazard checks."""
+    code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
+            f"print(json.dumps([sass_audit.register_fed_report(t, ctas={ctas}) "
+            "for t in (True, False)]))")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=False,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for report in json.loads(done.stdout.strip().splitlines()[-1]):
+        assert report["offsets_ok"], report
+        assert report["multicast_loads"] == 1, report
+        assert report["remote_arrives"] == 3 * (ctas - 1), report
+        assert report["gpu_membars_in_loop"] == 4, report  # 4 cluster syncs, nothing else
+        assert report["mma"] == "HGMMA.64x256x8.F32.TF32", report
+        assert len(report["a_registers"]) == 8 and report["hazards"] == [], report
+        assert report["spill_stores"] == 0 and "C7515" not in report["warnings"], report
+        assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem
+
+
+def test_the_offset_check_refuses_ptx_whose_barriers_moved():
+    """_check_offsets on the plain kernel's barrier layout (count-1 barriers only, at other
+    offsets) raises, naming the constants to update."""
+    ptx = ("add.s32 \t%r101, %r109, 196720;\n\t// begin inline asm\n"
+           "\t@%p10 mbarrier.init.shared::cta.b64 [%r101], 1;\n")
+    with pytest.raises(RuntimeError, match="READY_OFFSET"):
+        register_fed._check_offsets(ptx, 2)
+
+
 @gpu_only
+@pytest.mark.parametrize("ctas", [1, 2, 4])
 @pytest.mark.parametrize("layout", ["nn", "tt"])
 @pytest.mark.parametrize("m,n,k", [(256, 512, 1024), (300, 272, 1000), (1000, 1500, 1016),
-                                   (384, 256, 96), (128, 640, 32), (4096, 4096, 4096)])
-def test_register_fed_kernel_computes_the_product(layout, m, n, k):
+                                   (384, 256, 96), (128, 640, 32), (4096, 4096, 4096),
+                                   (1000, 4224, 2080)])
+def test_register_fed_kernel_computes_the_product(layout, m, n, k, ctas):
     """Edges of both tile sides (TMA reads zeros past them, the store is masked), K past
     the last 32-deep step, an odd number of K steps (96, 32: the loop runs them in pairs),
-    several tiles per program (4096^3 on 132 SMs); NaN-poisoned output."""
+    several tiles per program (4096^3 on 132 SMs); in clusters of ctas, tile counts along P
+    that are no multiple of ctas (300 x 272: 3 both ways, 1000 x 4224 nn: 33; a group's
+    tiles past P read zeros and store nothing); NaN-poisoned output."""
     if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
         pytest.skip("the register-fed kernel needs Hopper (sm_90)")
     a = randn(m, k) if layout == "nn" else randn(k, m).T
     b = randn(k, n) if layout == "nn" else randn(n, k).T
     out = torch.full((m, n), float("nan"), device=a.device)
     assert register_fed.supports(a, b, out)
-    register_fed.matmul_2d(a, b, out, torch.cuda.get_device_properties(0).multi_processor_count)
+    register_fed.matmul_2d(a, b, out, torch.cuda.get_device_properties(0).multi_processor_count,
+                           ctas=ctas)
     assert last_config() == RF_NAME
-    assert_close(out, a.double() @ b.double(), torch.float32, "tf32", f"{layout} {m}x{n}x{k}",
+    assert_close(out, a.double() @ b.double(), torch.float32, "tf32",
+                 f"{layout} {m}x{n}x{k} ctas={ctas}",
                  operands=(a, b))
 
 

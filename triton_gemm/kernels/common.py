@@ -106,10 +106,11 @@ def launch_hooks_set() -> bool:
                for hook in (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook))
 
 
-def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
+def run_kernel(kernel, grid, args: tuple, constexprs: dict, prepare=None) -> None:
     """kernel[grid](*args, **constexprs), where args are all of the kernel's runtime
     arguments in order and constexprs its constexpr arguments plus launch options
-    (num_warps, ...).
+    (num_warps, ...). prepare(compiled), where given, runs on each compiled kernel before
+    its first launch (register_fed's clusters set the launch's CTAs a cluster there).
 
     The first launch of a variant goes through triton's JIT (compiling if needed) and keeps
     the compiled kernel; later launches of the same variant call it directly. That skips
@@ -122,9 +123,10 @@ def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
     and descriptor arguments come first (named *_ptr, *_desc; None for an unused one).
     Under capture() the launch is also recorded.
     """
-    if INTERPRETER or launch_hooks_set():
+    if INTERPRETER or (launch_hooks_set() and prepare is None):
         # The interpreter has no compiled kernels; launch hooks (profilers) get triton's
-        # own launch path and its metadata.
+        # own launch path and its metadata (not a prepared kernel: triton's launch would
+        # not know what prepare changed).
         kernel[grid](*args, **constexprs)
         not_recordable()
         return
@@ -145,11 +147,18 @@ def run_kernel(kernel, grid, args: tuple, constexprs: dict) -> None:
         grid = grid(constexprs)
     grid = (*grid, 1, 1)[:3]
     constexpr_values = tuple(constexprs[name] for name in names)
+    launched = False
     if compiled is None:
         if len(_compiled) >= _COMPILED_MAX:
             _compiled.clear()
-        compiled = _compiled[variant] = kernel[grid](*args, **constexprs)
-    else:
+        if prepare is None:
+            compiled = _compiled[variant] = kernel[grid](*args, **constexprs)
+            launched = True
+        else:
+            compiled = kernel.warmup(*args, grid=grid, **constexprs)
+            prepare(compiled)
+            _compiled[variant] = compiled
+    if not launched:
         stream = _driver.active.get_current_stream(device)
         compiled.run(grid[0], grid[1], grid[2], stream, compiled.function,
                      compiled.packed_metadata, None, None, None, *args, *constexpr_values)

@@ -25,6 +25,9 @@ register-operand hazard (triton-lang/triton#9433). Hopper only; no interpreter.
 
 from __future__ import annotations
 
+import functools
+import re
+
 import torch
 import triton
 from triton.experimental import gluon
@@ -46,6 +49,19 @@ BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 4, 8, 8
 # One TMA warp, a warpgroup of registers: 24 each hands the rest to the wgmma warps
 # (240 each; they need ~215).
 LOADER_REGS = 24
+# CTAs a cluster of matmul_2d's launch holds from CLUSTER_MIN_MNK (M * N * K) on, sharing
+# Y's tiles by TMA multicast (_multicast_y). At the H100's 700 W limit the clock follows
+# energy per product, and L2 reads are part of it: cuBLAS's tf32 kernel (same 128x256x32
+# tile, two wgmma warpgroups) runs in clusters of two, at 0.507-0.520 TFLOPS/W against
+# 0.484-0.498 here without clusters (perf/wave_probe.py --sustain, 8192^3 nn, at equal
+# cycles under ncu's locked clock: 4.36M against 4.38M). wave_probe.py --kernels, H100,
+# us, eager after an L2 flush, 1 / 2 / 4 CTAs (cuBLAS): 8192^3 nn 3037.6 / 2941.1 /
+# 4994.6 (2874.8), tt 3065.2 / 3043.9 / 5036.5 (2970.7); sustained 345.7 / 354.9 / 222.9
+# TFLOPS (363.2); 4096^3 nn 368.0 / 368.5 / 655.8 (365.2); 6144^3 nn 1303.1 / 1295.2
+# (1260.9); 3072^3 190.5 / 191.6 (193.6). Four CTAs run at 1979 MHz and 620 W: fewer
+# clusters of four fit at once than the grid asks, the rest wait.
+CLUSTER_CTAS = 2
+CLUSTER_MIN_MNK = 2 ** 38
 MAX_REGISTERS = 65536 // (32 * (WARPS + 4)) // 8 * 8
 
 
@@ -64,48 +80,152 @@ def _keep(x):
                                      is_pure=False, pack=1)
 
 
+# CTAS > 1: the CTAs of a cluster take CTAS tiles side by side along P, which share Y's
+# tile: each loads a 1/CTAS part of it and TMA multicasts that into every CTA's ring, so
+# each Y byte leaves L2 once per cluster. Gluon (triton 3.6) has neither multicast nor remote mbarriers,
+# so those are PTX here, on shared memory offsets fixed by triton's allocator for this
+# kernel (checked against the compiled PTX before the first launch: _check_offsets) and on
+# the Y descriptor's kernel parameter.
+Y_RING_OFFSET = gl.constexpr(0)
+READY_OFFSET = gl.constexpr(196688)
+EMPTY_OFFSET = gl.constexpr(196720)
+_MULTICAST_Y = gl.constexpr(
+    "{ .reg .pred p; .reg .b64 d; .reg .b32 base, dst, bar; .reg .b16 mask;"
+    " setp.eq.s32 p, $1, 0; mov.b64 d, _register_fed_kernel_param_5; cvta.param.u64 d, d;"
+    " mov.u32 base, global_smem; add.u32 dst, base, $2; add.u32 bar, base, $3;"
+    " cvt.u16.u32 mask, $6;"
+    " @p cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    ".multicast::cluster [dst], [d, {$4, $5}], [bar], mask; mov.b32 $0, 0; }")
+_RELEASE_PEER = gl.constexpr(
+    "{ .reg .pred p; .reg .b32 base, a, r; setp.ne.s32 p, $1, 0;"
+    " mov.u32 base, global_smem; add.u32 a, base, $2; mapa.shared::cluster.u32 r, a, $3;"
+    " @p mbarrier.arrive.shared::cluster.b64 _, [r]; mov.b32 $0, 0; }")
+_CLUSTER_SYNC = gl.constexpr(
+    "fence.mbarrier_init.release.cluster; barrier.cluster.arrive.aligned; "
+    "barrier.cluster.wait.aligned; mov.b32 $0, $1;")
+
+
+@gluon.jit
+def _one_per_thread(value, THREADS: gl.constexpr):
+    """value as a [THREADS] int32 tensor, one element a thread (an inline asm operand)."""
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [THREADS // 32], [0])
+    return gl.full([THREADS], 0, gl.int32, layout) + value
+
+
+@gluon.jit
+def _cluster_sync(THREADS: gl.constexpr):
+    """barrier.cluster across the cluster's CTAs, every thread of the calling partition
+    taking part: the peers' barriers are initialised before anything lands in them, and no
+    CTA exits while another may still signal its barriers."""
+    gl.inline_asm_elementwise(_CLUSTER_SYNC, "=r,r", [_one_per_thread(0, THREADS)],
+                              dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _multicast_y(q, k, slot, rank, THREADS: gl.constexpr, BQ: gl.constexpr,
+                 BK: gl.constexpr, CTAS: gl.constexpr):
+    """Rows q .. q + BQ / CTAS of Y at column k into every CTA's Y ring slot `slot` (the
+    part this CTA loads: rank), completing on each CTA's ready[slot] barrier; one thread
+    issues it."""
+    lane = gl.arange(0, THREADS, layout=gl.BlockedLayout([1], [32], [THREADS // 32], [0]))
+    dst = Y_RING_OFFSET + slot * (BQ * BK * 4) + rank * (BQ // CTAS * BK * 4)
+    gl.inline_asm_elementwise(
+        _MULTICAST_Y, "=r,r,r,r,r,r,r",
+        [lane, _one_per_thread(dst, THREADS), _one_per_thread(READY_OFFSET + slot * 8, THREADS),
+         _one_per_thread(k, THREADS), _one_per_thread(q, THREADS),
+         _one_per_thread((1 << CTAS) - 1, THREADS)],
+        dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _release_peer(slot, peer, pred, THREADS: gl.constexpr):
+    """Arrive on CTA `peer`'s empty[slot] barrier (one thread): this CTA's wgmmas are done
+    with its copy of the slot, into which the peer multicasts its part of Y."""
+    lane = gl.arange(0, THREADS, layout=gl.BlockedLayout([1], [32], [THREADS // 32], [0]))
+    gl.inline_asm_elementwise(
+        _RELEASE_PEER, "=r,r,r,r",
+        [((lane == 0) & pred).to(gl.int32), _one_per_thread(EMPTY_OFFSET + slot * 8, THREADS),
+         _one_per_thread(peer, THREADS)],
+        dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _walk(P, Q, CTAS: gl.constexpr, BP: gl.constexpr, BQ: gl.constexpr):
+    """(first tile, tile step, tiles, tile columns, rank) of this program's walk over
+    groups of CTAS tiles of BP x BQ side by side along P, one group per cluster (CTA
+    programs i * CTAS .. i * CTAS + CTAS - 1), rank this CTA's tile in it."""
+    columns = gl.cdiv(gl.cdiv(P, BP), CTAS)
+    return (gl.program_id(0) // CTAS, gl.num_programs(0) // CTAS,
+            columns * gl.cdiv(Q, BQ), columns, gl.program_id(0) % CTAS)
+
+
 @gluon.jit
 def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0,
             BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
-            OUT_T: gl.constexpr):
-    """The TMA warp: each K step's X and Y tiles into the ring once the wgmma warps have
-    handed the slot back. K steps are issued in pairs; past K, TMA fills zeros."""
+            OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr):
+    """The TMA warps: each K step's X and Y tiles into the ring once the wgmma warps (with
+    CTAS > 1, all the cluster's CTAs') have handed the slot back. K steps are issued in pairs; past K, TMA
+    fills zeros."""
     STAGES: gl.constexpr = x_ring.type.shape[0]
-    nbytes: gl.constexpr = x_desc.block_type.nbytes + y_desc.block_type.nbytes
-    num_pid_p, num_pid_q, k_steps = _grid(P, Q, K, BP, BQ, BK)
+    THREADS: gl.constexpr = 32 * LOADER_WARPS
+    nbytes: gl.constexpr = x_desc.block_type.nbytes + BQ * BK * 4
+    if CTAS > 1:
+        _cluster_sync(THREADS)
+    first, walkers, tiles, columns, rank = _walk(P, Q, CTAS, BP, BQ)
+    k_steps = _grid(P, Q, K, BP, BQ, BK)[2]
     step = 0
-    for tile in range(gl.program_id(0), num_pid_p * num_pid_q, gl.num_programs(0)):
-        off_q, off_p = tile_origin(tile, num_pid_q, num_pid_p, BQ, BP, GROUP_M)
+    for tile in range(first, tiles, walkers):
+        off_q, off_c = tile_origin(tile, gl.cdiv(Q, BQ), columns, BQ, BP * CTAS, GROUP_M)
+        off_p = off_c + rank * BP
         for i in range(k_steps):
             slot = step % STAGES
             mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(slot), nbytes)
             tma.async_copy_global_to_shared(x_desc, [i * BK, off_p], ready.index(slot),
                                             x_ring.index(slot))
-            tma.async_copy_global_to_shared(y_desc, [off_q, i * BK], ready.index(slot),
-                                            y_ring.index(slot))
+            if CTAS > 1:
+                _multicast_y(off_q + rank * (BQ // CTAS), i * BK, slot, rank, THREADS, BQ, BK,
+                             CTAS)
+            else:
+                tma.async_copy_global_to_shared(y_desc, [off_q, i * BK], ready.index(slot),
+                                                y_ring.index(slot))
             step += 1
+    if CTAS > 1:
+        _cluster_sync(THREADS)
+
+
+@gluon.jit
+def _release(empty, slot, rank, pred, CTAS: gl.constexpr, THREADS: gl.constexpr):
+    """Hand ring slot `slot` back to the TMA warps (with CTAS > 1, every CTA's)."""
+    mbarrier.arrive(empty.index(slot), pred=pred)
+    for j in gl.static_range(1, CTAS):
+        _release_peer(slot, (rank + j) % CTAS, pred, THREADS)
 
 
 @gluon.jit
 def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0,
          BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
-         OUT_T: gl.constexpr):
+         OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr):
     """The wgmma warpgroups: one wgmma left in flight, its X fragment kept until the wait
     that retires it; a slot goes back to the TMA warp once both warpgroups' wgmmas on it
     have retired. The tile is stored from registers: C[q, p] (OUT_T) or C[p, q]."""
     STAGES: gl.constexpr = x_ring.type.shape[0]
     NW: gl.constexpr = gl.num_warps()
+    THREADS: gl.constexpr = 32 * NW
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, BQ, 8])
     x_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout,
                                                  k_width=1)
     rp = gl.arange(0, BP, layout=gl.SliceLayout(1, mma_layout))
     rq = gl.arange(0, BQ, layout=gl.SliceLayout(0, mma_layout))
-    num_pid_p, num_pid_q, k_steps = _grid(P, Q, K, BP, BQ, BK)
+    if CTAS > 1:
+        _cluster_sync(THREADS)
+    first, walkers, tiles, columns, rank = _walk(P, Q, CTAS, BP, BQ)
+    k_steps = _grid(P, Q, K, BP, BQ, BK)[2]
     step = 0
-    for tile in range(gl.program_id(0), num_pid_p * num_pid_q, gl.num_programs(0)):
-        off_q, off_p = tile_origin(tile, num_pid_q, num_pid_p, BQ, BP, GROUP_M)
+    for tile in range(first, tiles, walkers):
+        off_q, off_c = tile_origin(tile, gl.cdiv(Q, BQ), columns, BQ, BP * CTAS, GROUP_M)
+        off_p = off_c + rank * BP
         mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
         x = x_ring.index(step % STAGES).permute((1, 0)).load(x_layout)
         y = x
@@ -116,7 +236,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
             acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i - 1
             _keep(y)
             gl.thread_barrier()  # both warpgroups
-            mbarrier.arrive(empty.index((slot + STAGES - 1) % STAGES), pred=i > 0)
+            _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS)
             odd = (slot + 1) % STAGES
             mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
             y = x_ring.index(odd).permute((1, 0)).load(x_layout)
@@ -124,7 +244,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
             acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i
             _keep(x)
             gl.thread_barrier()
-            mbarrier.arrive(empty.index(slot))
+            _release(empty, slot, rank, True, CTAS, THREADS)
             if i + 2 < k_steps:
                 even = (slot + 2) % STAGES
                 mbarrier.wait(ready.index(even), ((step + i + 2) // STAGES) & 1)
@@ -133,7 +253,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
         _keep(y)
         gl.thread_barrier()
         step += k_steps
-        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        _release(empty, (step + STAGES - 1) % STAGES, rank, True, CTAS, THREADS)
         p = (off_p + rp).to(gl.int64)
         q = (off_q + rq).to(gl.int64)
         inside = (p[:, None] < P) & (q[None, :] < Q)
@@ -141,6 +261,8 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
             gl.store(c_ptr + q[None, :] * stride_c0 + p[:, None], acc, mask=inside)
         else:
             gl.store(c_ptr + p[:, None] * stride_c0 + q[None, :], acc, mask=inside)
+    if CTAS > 1:
+        _cluster_sync(THREADS)
 
 
 @gluon.jit
@@ -148,24 +270,27 @@ def _register_fed_kernel(
     x_desc, y_desc, c_ptr, P, Q, K, stride_c0,
     BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
     GROUP_M: gl.constexpr, OUT_T: gl.constexpr, LOADER_REGS: gl.constexpr,
+    CTAS: gl.constexpr = 1, LOADER_WARPS: gl.constexpr = 1,
 ):
     """acc = X^T Y^T in tf32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
-    boxes) and Y (Q, K) K-contiguous through y_desc ([BQ, BK]); C fp32 with unit column
-    stride and row stride stride_c0: C (Q, P) = acc^T with OUT_T, else C (P, Q) = acc.
-    Persistent: program i walks tiles i, i + grid, ... in grouped order."""
+    boxes) and Y (Q, K) K-contiguous through y_desc ([BQ / CTAS, BK]);
+    C fp32 with unit column stride and row stride stride_c0: C (Q, P) = acc^T with OUT_T,
+    else C (P, Q) = acc. Persistent: program i walks tiles i, i + grid, ... in grouped
+    order; with CTAS > 1 (launched in clusters of CTAS, LOADER_WARPS 4) cluster i walks
+    groups of CTAS tiles so."""
     x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BP], x_desc.layout)
     y_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BQ, BK], y_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
+        mbarrier.init(empty.index(s), count=CTAS)
     gl.warp_specialize([
         (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0, BP,
-                BQ, BK, GROUP_M, OUT_T)),
+                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS)),
         (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0, BP,
-                   BQ, BK, GROUP_M, OUT_T)),
-    ], [1], [LOADER_REGS])
+                   BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS)),
+    ], [LOADER_WARPS], [LOADER_REGS])
 
 
 def _operands(a: torch.Tensor, b: torch.Tensor):
@@ -196,18 +321,68 @@ def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
-def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int) -> torch.Tensor:
+_MBARRIER_INIT = re.compile(r"add\.s32\s+%r\d+, %r\d+, (\d+);\s*// begin inline asm\s*"
+                            r"@%p\d+ mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);")
+
+
+def _check_offsets(ptx: str, ctas: int) -> None:
+    """Raise unless the kernel's shared memory (CTAS = ctas > 1) lies where its PTX strings
+    address it: Y's ring at Y_RING_OFFSET (X's right after it), the ready (count 1) and
+    empty (count ctas) barriers from READY_OFFSET and EMPTY_OFFSET."""
+    inits = [(int(offset), int(count)) for offset, count in _MBARRIER_INIT.findall(ptx)]
+    ready = sorted(offset for offset, count in inits if count == 1)
+    empty = sorted(offset for offset, count in inits if count == ctas)
+    x_ring = Y_RING_OFFSET.value + STAGES * BQ * BK * 4
+    found = (ready[:1], empty[:1],
+             re.search(rf"add\.s32\s+%r\d+, %r\d+, {x_ring};", ptx) is not None)
+    if found != ([READY_OFFSET.value], [EMPTY_OFFSET.value], True):
+        raise RuntimeError(
+            f"register_fed: the {ctas}-CTA cluster kernel's shared memory moved (ready, empty "
+            f"barriers, X ring at {x_ring}: {found}); set READY_OFFSET / EMPTY_OFFSET / "
+            "Y_RING_OFFSET from its PTX, or run without clusters (CLUSTER_CTAS = 1)")
+
+
+_clustered: set = set()
+
+
+def _as_cluster(compiled, ctas: int) -> None:
+    """Make triton's launcher start `compiled` in clusters of ctas CTAs: its metadata says
+    num_ctas = ctas (the launcher then launches ctas times the grid, clustered), which the
+    kernel, compiled for one CTA a program, does not otherwise know."""
+    if id(compiled) in _clustered:
+        return
+    _check_offsets(compiled.asm["ptx"], ctas)
+    warps, one, *rest = compiled.packed_metadata
+    if one != 1:
+        raise RuntimeError(f"register_fed: expected a one-CTA compile, got num_ctas {one}")
+    compiled.packed_metadata = (warps, ctas, *rest)
+    _clustered.add(id(compiled))
+
+
+def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
+              ctas: int | None = None) -> torch.Tensor:
     """out = a @ b in tf32 for operands supports() accepts; sms: the GPU's SM count (the
-    grid as the persistent kernel's: persistent.programs). Returns out."""
+    grid as the persistent kernel's: persistent.programs); ctas: CTAs a cluster, sharing Y's
+    tiles by TMA multicast (1, 2 or 4; default CLUSTER_CTAS from CLUSTER_MIN_MNK on, else
+    1). Returns out."""
     x, y, out_t = _operands(a, b)
     p, q = x.shape[1], y.shape[0]
-    grid = programs(BP, BQ, p, q, sms, half_tail=False)
-    run_kernel(_register_fed_kernel, (grid, ),
-               (_descriptor(x, [BK, BP]), _descriptor(y, [BQ, BK]), out, p, q, a.shape[1],
-                out.stride(0)),
-               {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
-                "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "num_warps": WARPS,
-                "maxnreg": MAX_REGISTERS})
+    if ctas is None:
+        ctas = CLUSTER_CTAS if p * q * a.shape[1] >= CLUSTER_MIN_MNK else 1
+    if ctas not in (1, 2, 4):
+        raise ValueError(f"register_fed: ctas must be 1, 2 or 4, got {ctas}")
+    args = (_descriptor(x, [BK, BP]), _descriptor(y, [BQ // ctas, BK]), out, p, q,
+            a.shape[1], out.stride(0))
+    constexprs = {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
+                  "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "CTAS": ctas,
+                  # Four TMA warps with clusters: the cluster barriers count every thread,
+                  # and a one-warp partition leaves three idle warps that never arrive.
+                  "LOADER_WARPS": 4 if ctas > 1 else 1, "num_warps": WARPS,
+                  "maxnreg": MAX_REGISTERS}
+    # A launch per cluster, each group of ctas tiles along P one tile of the wave rule.
+    grid = programs(ctas * BP, BQ, p, q, sms // ctas, half_tail=False)
+    run_kernel(_register_fed_kernel, (grid, ), args, constexprs,
+               prepare=functools.partial(_as_cluster, ctas=ctas) if ctas > 1 else None)
     record(triton.Config({"REGISTER_FED": True, "BM": BP, "BN": BQ, "BK": BK},
                          num_warps=WARPS, num_stages=STAGES), "tf32")
     return out
