@@ -114,9 +114,10 @@ def test_the_kernel_compiles_with_alternating_fragments_and_no_hazard():
 def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(ctas):
     """The variant in clusters of ctas CTAs, offline for sm_90a: the PTX strings' shared
     memory offsets match triton's allocation (else matmul_2d refuses to launch it), one
-    multicast load of Y a K step, three remote arrives per peer (the loop's two slot
-    releases and the tile's last), no GPU-scope fence but the four cluster syncs (start
-    and end of both partitions), and the plain kernel's register, spill and hazard checks."""
+    multicast load of Y a K step, three slot releases (the loop's two and the tile's last)
+    each arriving on every CTA's barrier, no GPU-scope fence but the four cluster syncs
+    (start and end of both partitions), no CTA barrier between the two wgmma warpgroups
+    in the K loop, and the plain kernel's register, spill and hazard checks."""
     code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
             f"print(json.dumps([sass_audit.register_fed_report(t, ctas={ctas}) "
             "for t in (True, False)]))")
@@ -127,7 +128,7 @@ def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(
     for report in json.loads(done.stdout.strip().splitlines()[-1]):
         assert report["offsets_ok"], report
         assert report["multicast_loads"] == 1, report
-        assert report["remote_arrives"] == 3 * (ctas - 1), report
+        assert report["remote_arrives"] == 3 * ctas, report
         assert report["gpu_membars_in_loop"] == 4, report  # 4 cluster syncs, nothing else
         assert report["mma"] == "HGMMA.64x256x8.F32.TF32", report
         assert len(report["a_registers"]) == 8 and report["hazards"] == [], report

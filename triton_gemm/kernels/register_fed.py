@@ -138,14 +138,15 @@ def _multicast_y(q, k, slot, rank, THREADS: gl.constexpr, BQ: gl.constexpr,
 
 
 @gluon.jit
-def _release_peer(slot, peer, pred, THREADS: gl.constexpr):
-    """Arrive on CTA `peer`'s empty[slot] barrier (one thread): this CTA's wgmmas are done
-    with its copy of the slot, into which the peer multicasts its part of Y."""
+def _release_to(slot, cta, pred, THREADS: gl.constexpr):
+    """Arrive on CTA `cta`'s empty[slot] barrier, once a warpgroup (its first thread):
+    this warpgroup's wgmmas are done with its CTA's copy of the slot, into which every CTA
+    of the cluster multicasts its part of Y."""
     lane = gl.arange(0, THREADS, layout=gl.BlockedLayout([1], [32], [THREADS // 32], [0]))
     gl.inline_asm_elementwise(
         _RELEASE_PEER, "=r,r,r,r",
-        [((lane == 0) & pred).to(gl.int32), _one_per_thread(EMPTY_OFFSET + slot * 8, THREADS),
-         _one_per_thread(peer, THREADS)],
+        [((lane % 128 == 0) & pred).to(gl.int32),
+         _one_per_thread(EMPTY_OFFSET + slot * 8, THREADS), _one_per_thread(cta, THREADS)],
         dtype=gl.int32, is_pure=False, pack=1)
 
 
@@ -196,10 +197,15 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride
 
 @gluon.jit
 def _release(empty, slot, rank, pred, CTAS: gl.constexpr, THREADS: gl.constexpr):
-    """Hand ring slot `slot` back to the TMA warps (with CTAS > 1, every CTA's)."""
-    mbarrier.arrive(empty.index(slot), pred=pred)
-    for j in gl.static_range(1, CTAS):
-        _release_peer(slot, (rank + j) % CTAS, pred, THREADS)
+    """Hand ring slot `slot` back to the TMA warps: without clusters once both warpgroups
+    are past it (a CTA barrier, then one arrival); in a cluster each warpgroup arrives on
+    every CTA's barrier itself (its count: warpgroups x CTAs), with no CTA barrier."""
+    if CTAS == 1:
+        gl.thread_barrier()  # both warpgroups
+        mbarrier.arrive(empty.index(slot), pred=pred)
+    else:
+        for j in gl.static_range(CTAS):
+            _release_to(slot, (rank + j) % CTAS, pred, THREADS)
 
 
 @gluon.jit
@@ -235,7 +241,6 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
             acc = warpgroup_mma(x, y_ring.index(slot).permute((1, 0)), acc, is_async=True)
             acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i - 1
             _keep(y)
-            gl.thread_barrier()  # both warpgroups
             _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS)
             odd = (slot + 1) % STAGES
             mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
@@ -243,7 +248,6 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
             acc = warpgroup_mma(y, y_ring.index(odd).permute((1, 0)), acc, is_async=True)
             acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i
             _keep(x)
-            gl.thread_barrier()
             _release(empty, slot, rank, True, CTAS, THREADS)
             if i + 2 < k_steps:
                 even = (slot + 2) % STAGES
@@ -251,7 +255,6 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
                 x = x_ring.index(even).permute((1, 0)).load(x_layout)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         _keep(y)
-        gl.thread_barrier()
         step += k_steps
         _release(empty, (step + STAGES - 1) % STAGES, rank, True, CTAS, THREADS)
         p = (off_p + rp).to(gl.int64)
@@ -284,7 +287,9 @@ def _register_fed_kernel(
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=CTAS)
+        # Without clusters one arrival (both warpgroups behind a CTA barrier); in a
+        # cluster one per warpgroup of every CTA (_release).
+        mbarrier.init(empty.index(s), count=1 if CTAS == 1 else gl.num_warps() // 4 * CTAS)
     gl.warp_specialize([
         (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0, BP,
                 BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS)),
@@ -328,10 +333,10 @@ _MBARRIER_INIT = re.compile(r"add\.s32\s+%r\d+, %r\d+, (\d+);\s*// begin inline 
 def _check_offsets(ptx: str, ctas: int) -> None:
     """Raise unless the kernel's shared memory (CTAS = ctas > 1) lies where its PTX strings
     address it: Y's ring at Y_RING_OFFSET (X's right after it), the ready (count 1) and
-    empty (count ctas) barriers from READY_OFFSET and EMPTY_OFFSET."""
+    empty (count: warpgroups x ctas) barriers from READY_OFFSET and EMPTY_OFFSET."""
     inits = [(int(offset), int(count)) for offset, count in _MBARRIER_INIT.findall(ptx)]
     ready = sorted(offset for offset, count in inits if count == 1)
-    empty = sorted(offset for offset, count in inits if count == ctas)
+    empty = sorted(offset for offset, count in inits if count == WARPS // 4 * ctas)
     x_ring = Y_RING_OFFSET.value + STAGES * BQ * BK * 4
     found = (ready[:1], empty[:1],
              re.search(rf"add\.s32\s+%r\d+, %r\d+, {x_ring};", ptx) is not None)
