@@ -38,17 +38,19 @@ DEFAULT_CASES = ("4096,4096,4096,nn", "4096,4224,4096,nn", "8192,8192,8192,nn",
                  "8192,8448,8192,nn", "8192,8192,8192,nt", "8192,8448,8192,nt")
 
 
-def _operands(text: str):
+def _operands(text: str, device: str = "cuda"):
+    """(a, b) random fp32 for "M,N,K,LAYOUT": nn row-major, nt B K-major, tn A M-major, tt
+    both."""
     m, n, k, layout = text.split(",")
+    if layout not in ("nn", "nt", "tn", "tt"):
+        raise ValueError(f"layout {layout!r}: use nn, nt, tn or tt")
     m, n, k = int(m), int(n), int(k)
-    a = torch.randn(m, k, device="cuda")
-    b = torch.randn(k, n, device="cuda")
+    a = torch.randn(m, k, device=device)
+    b = torch.randn(k, n, device=device)
     if layout in ("nt", "tt"):
         b = b.t().contiguous().t()
     if layout in ("tn", "tt"):
         a = a.t().contiguous().t()
-    if layout not in ("nn", "nt", "tn", "tt"):
-        raise ValueError(f"layout {layout!r}: use nn, nt, tn or tt")
     return a, b
 
 

@@ -7,7 +7,8 @@ come from registers in any layout. So the MN-major operand X, stored (K, P) P-co
 registers; the K-major one Y, stored (Q, K) K-contiguous (nn: A, Q = M; tt: B^T, Q = N),
 is read by wgmma from shared memory. The accumulator is X^T Y^T: C^T for nn (stored
 transposed), C for tt. A warp of its own issues both tiles' TMA loads into a ring of
-STAGES slots (warp specialisation); the two wgmma warpgroups never stop for them.
+STAGES slots (warp specialisation); the two wgmma warpgroups never stop for them. From
+CLUSTER_MIN_MNK on, CTAs run in clusters of two that share Y's tiles (TMA multicast).
 
 ptxas before CUDA 13.3 may reuse a register-fed wgmma's input registers before it has read
 them (triton-lang/triton#11781; triton 3.6 ships ptxas 12.8). Left to itself, ptxas 12.8
@@ -52,14 +53,14 @@ LOADER_REGS = 24
 # CTAs a cluster of matmul_2d's launch holds from CLUSTER_MIN_MNK (M * N * K) on, sharing
 # Y's tiles by TMA multicast (_multicast_y). At the H100's 700 W limit the clock follows
 # energy per product, and L2 reads are part of it: cuBLAS's tf32 kernel (same 128x256x32
-# tile, two wgmma warpgroups) runs in clusters of two, at 0.507-0.520 TFLOPS/W against
-# 0.484-0.498 here without clusters (perf/wave_probe.py --sustain, 8192^3 nn, at equal
-# cycles under ncu's locked clock: 4.36M against 4.38M). wave_probe.py --kernels, H100,
-# us, eager after an L2 flush, 1 / 2 / 4 CTAs (cuBLAS): 8192^3 nn 3037.6 / 2941.1 /
-# 4994.6 (2874.8), tt 3065.2 / 3043.9 / 5036.5 (2970.7); sustained 345.7 / 354.9 / 222.9
-# TFLOPS (363.2); 4096^3 nn 368.0 / 368.5 / 655.8 (365.2); 6144^3 nn 1303.1 / 1295.2
-# (1260.9); 3072^3 190.5 / 191.6 (193.6). Four CTAs run at 1979 MHz and 620 W: fewer
-# clusters of four fit at once than the grid asks, the rest wait.
+# tile, two wgmma warpgroups) runs in clusters of two (README, "tf32 at the power limit").
+# perf/wave_probe.py --kernels, H100, two runs, 1 / 2 / 4 CTAs (cuBLAS): sustained TFLOPS
+# 8192^3 nn 344.5-345.7 / 351.6-354.9 / 222.9 (358.9-363.2), tt 343.8-347.5 / 349.4-353.5
+# (347.1-354.2), 4096^3 nn 331.3-339.8 / 338.5-343.5 (342.9-350.0); eager after an L2
+# flush, us, 8192^3 nn 3015.9-3037.6 / 2941.1-3078.2 (2874.8-2990.9), 6144^3 1303.1 /
+# 1295.2 (1260.9), 4096^3 368.0-373.3 / 368.5-374.8 (365.2-376.5), 3072^3 190.5 / 191.6
+# (193.6). Four CTAs run at 1979 MHz and 620 W: fewer clusters of four fit at once than
+# the grid asks for.
 CLUSTER_CTAS = 2
 CLUSTER_MIN_MNK = 2 ** 38
 MAX_REGISTERS = 65536 // (32 * (WARPS + 4)) // 8 * 8
