@@ -285,23 +285,25 @@ def wgmma_register_hazards(sass: str) -> list:
     return found
 
 
-def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1) -> dict:
+def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
+                        x_smem: bool = False) -> dict:
     """kernels/register_fed.py compiled for arch (C^T stored with out_t, else C; ctas CTAs
-    a cluster): shared memory, ptxas's registers, spills and warnings
+    a cluster; x_smem: X K-major in shared memory, its nt mode): shared memory, ptxas's registers, spills and warnings
     under the kernel's register cap, its tensor-core opcodes, wgmma_register_hazards of its
     SASS, and with clusters its PTX's multicast loads, remote arrives and whether its shared
     memory lies where the kernel's PTX strings address it (register_fed._check_offsets)."""
     from triton.experimental.gluon import language as gl
     from triton_gemm.kernels import register_fed as rf
     y_block = [rf.BQ // ctas, rf.BK]
-    x_layout = gl.NVMMASharedLayout.get_default_for([rf.BK, rf.BP], gl.float32)
+    x_block = [rf.BP, rf.BK] if x_smem else [rf.BK, rf.BP]
+    x_layout = gl.NVMMASharedLayout.get_default_for(x_block, gl.float32)
     y_layout = gl.NVMMASharedLayout.get_default_for(y_block, gl.float32)
-    signature = {"x_desc": f"tensordesc<fp32[{rf.BK}, {rf.BP}],{x_layout!r}>",
+    signature = {"x_desc": f"tensordesc<fp32[{x_block[0]}, {x_block[1]}],{x_layout!r}>",
                  "y_desc": f"tensordesc<fp32[{y_block[0]}, {y_block[1]}],{y_layout!r}>",
                  "c_ptr": "*fp32", "P": "i32", "Q": "i32", "K": "i32", "stride_c0": "i32"}
     constexprs = {"BP": rf.BP, "BQ": rf.BQ, "BK": rf.BK, "STAGES": rf.STAGES,
                   "GROUP_M": rf.GROUP_M, "OUT_T": out_t, "LOADER_REGS": rf.LOADER_REGS,
-                  "CTAS": ctas, "LOADER_WARPS": 4 if ctas > 1 else 1}
+                  "CTAS": ctas, "LOADER_WARPS": 4 if ctas > 1 else 1, "X_SMEM": x_smem}
     kernel = compile_gluon(rf._register_fed_kernel, signature, constexprs,
                            {"num_warps": rf.WARPS, "maxnreg": rf.MAX_REGISTERS}, arch)
     with tempfile.TemporaryDirectory() as tmp:

@@ -110,17 +110,17 @@ def test_the_kernel_compiles_with_alternating_fragments_and_no_hazard():
         assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem
 
 
-@pytest.mark.parametrize("ctas", [2, 4])
-def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(ctas):
+@pytest.mark.parametrize("ctas,x_smem", [(2, False), (4, False), (2, True)])
+def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(ctas, x_smem):
     """The variant in clusters of ctas CTAs, offline for sm_90a: the PTX strings' shared
     memory offsets match triton's allocation (else matmul_2d refuses to launch it), one
-    multicast load of Y a K step, three slot releases (the loop's two and the tile's last)
-    each arriving on every CTA's barrier, no GPU-scope fence but the four cluster syncs
-    (start and end of both partitions), no CTA barrier between the two wgmma warpgroups
-    in the K loop, and the plain kernel's register, spill and hazard checks."""
+    multicast load of Y a K step, three slot releases (the loop's two and the tile's last;
+    two with X in shared memory, x_smem) each arriving on every CTA's barrier, no GPU-scope
+    fence but the four cluster syncs (start and end of both partitions), and the plain
+    kernel's register, spill and hazard checks."""
     code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
-            f"print(json.dumps([sass_audit.register_fed_report(t, ctas={ctas}) "
-            "for t in (True, False)]))")
+            f"print(json.dumps([sass_audit.register_fed_report(t, ctas={ctas}, "
+            f"x_smem={x_smem}) for t in (True, False)]))")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=False,
                           capture_output=True, text=True, timeout=600)
@@ -128,10 +128,12 @@ def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(
     for report in json.loads(done.stdout.strip().splitlines()[-1]):
         assert report["offsets_ok"], report
         assert report["multicast_loads"] == 1, report
-        assert report["remote_arrives"] == 3 * ctas, report
+        assert report["remote_arrives"] == (2 if x_smem else 3) * ctas, report
         assert report["gpu_membars_in_loop"] == 4, report  # 4 cluster syncs, nothing else
         assert report["mma"] == "HGMMA.64x256x8.F32.TF32", report
-        assert len(report["a_registers"]) == 8 and report["hazards"] == [], report
+        # Register-fed: two alternating four-register fragments; x_smem: none.
+        assert len(report["a_registers"]) == (0 if x_smem else 8), report
+        assert report["hazards"] == [], report
         assert report["spill_stores"] == 0 and "C7515" not in report["warnings"], report
         assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem
 
@@ -147,25 +149,27 @@ def test_the_offset_check_refuses_ptx_whose_barriers_moved():
 
 @gpu_only
 @pytest.mark.parametrize("ctas", [1, 2, 4])
-@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("layout", ["nn", "tt", "nt"])
 @pytest.mark.parametrize("m,n,k", [(256, 512, 1024), (300, 272, 1000), (1000, 1500, 1016),
                                    (384, 256, 96), (128, 640, 32), (4096, 4096, 4096),
                                    (1000, 4224, 2080)])
 def test_register_fed_kernel_computes_the_product(layout, m, n, k, ctas):
     """Edges of both tile sides (TMA reads zeros past them, the store is masked), K past
     the last 32-deep step, an odd number of K steps (96, 32: the loop runs them in pairs),
-    several tiles per program (4096^3 on 132 SMs); in clusters of ctas, tile counts along P
-    that are no multiple of ctas (300 x 272: 3 both ways, 1000 x 4224 nn: 33; a group's
+    several tiles per program (4096^3 on 132 SMs); nt with both operands read by wgmma from
+    shared memory (X_SMEM); in clusters of ctas, tile counts along P that are no multiple
+    of ctas (300 x 272: 3 both ways, 1000 x 4224 nn: 33; a group's
     tiles past P read zeros and store nothing); NaN-poisoned output."""
     if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
         pytest.skip("the register-fed kernel needs Hopper (sm_90)")
-    a = randn(m, k) if layout == "nn" else randn(k, m).T
+    a = randn(k, m).T if layout == "tt" else randn(m, k)
     b = randn(k, n) if layout == "nn" else randn(n, k).T
     out = torch.full((m, n), float("nan"), device=a.device)
     assert register_fed.supports(a, b, out)
     register_fed.matmul_2d(a, b, out, torch.cuda.get_device_properties(0).multi_processor_count,
                            ctas=ctas)
-    assert last_config() == RF_NAME
+    name = ("gs" if layout == "nt" else "rf") + RF_NAME[2:] + (f"_c{ctas}" if ctas > 1 else "")
+    assert last_config() == name
     assert_close(out, a.double() @ b.double(), torch.float32, "tf32",
                  f"{layout} {m}x{n}x{k} ctas={ctas}",
                  operands=(a, b))

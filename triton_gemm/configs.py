@@ -666,7 +666,11 @@ def config_name(config: triton.Config, family: str) -> str:
     """The table name of a config, e.g. 'h_128x256x64'."""
     kw = config.kwargs
     if kw.get("REGISTER_FED"):  # kernels/register_fed.py: one fixed tile
-        return f"rf_{kw['BM']}x{kw['BN']}x{kw['BK']}"
+        # "gs": both operands read by wgmma from shared memory (its X_SMEM mode); a
+        # cluster's CTA count follows as "_c2".
+        prefix = "gs" if kw.get("X_SMEM") else "rf"
+        cluster = f"_c{kw['CTAS']}" if kw.get("CTAS", 1) > 1 else ""
+        return f"{prefix}_{kw['BM']}x{kw['BN']}x{kw['BK']}{cluster}"
     if family.startswith(STREAMK_PREFIX):  # a persistent tile run by the stream-K kernel
         return "sk_" + config_name(config, family[len(STREAMK_PREFIX):])
     if "UNROLL" in kw:

@@ -164,7 +164,8 @@ def _walk(P, Q, CTAS: gl.constexpr, BP: gl.constexpr, BQ: gl.constexpr):
 @gluon.jit
 def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0,
             BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
-            OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr):
+            OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
+            X_SMEM: gl.constexpr):
     """The TMA warps: each K step's X and Y tiles into the ring once the wgmma warps (with
     CTAS > 1, all the cluster's CTAs') have handed the slot back. K steps are issued in pairs; past K, TMA
     fills zeros."""
@@ -183,8 +184,11 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride
             slot = step % STAGES
             mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(slot), nbytes)
-            tma.async_copy_global_to_shared(x_desc, [i * BK, off_p], ready.index(slot),
-                                            x_ring.index(slot))
+            if X_SMEM:
+                x_at = [off_p, i * BK]
+            else:
+                x_at = [i * BK, off_p]
+            tma.async_copy_global_to_shared(x_desc, x_at, ready.index(slot), x_ring.index(slot))
             if CTAS > 1:
                 _multicast_y(off_q + rank * (BQ // CTAS), i * BK, slot, rank, THREADS, BQ, BK,
                              CTAS)
@@ -210,9 +214,30 @@ def _release(empty, slot, rank, pred, CTAS: gl.constexpr, THREADS: gl.constexpr)
 
 
 @gluon.jit
+def _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout: gl.constexpr,
+                 BP: gl.constexpr, BQ: gl.constexpr, CTAS: gl.constexpr,
+                 THREADS: gl.constexpr):
+    """One tile's K loop with X K-major in shared memory too (X_SMEM): both wgmma operands
+    read from the ring, one wgmma left in flight; returns the accumulator."""
+    STAGES: gl.constexpr = x_ring.type.shape[0]
+    acc = gl.zeros([BP, BQ], gl.float32, mma_layout)
+    for i in range(k_steps):
+        slot = (step + i) % STAGES
+        mbarrier.wait(ready.index(slot), ((step + i) // STAGES) & 1)
+        acc = warpgroup_mma(x_ring.index(slot), y_ring.index(slot).permute((1, 0)), acc,
+                            is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i - 1
+        _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+    _release(empty, (step + k_steps + STAGES - 1) % STAGES, rank, True, CTAS, THREADS)
+    return acc
+
+
+@gluon.jit
 def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0,
          BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
-         OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr):
+         OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
+         X_SMEM: gl.constexpr):
     """The wgmma warpgroups: one wgmma left in flight, its X fragment kept until the wait
     that retires it; a slot goes back to the TMA warp once both warpgroups' wgmmas on it
     have retired. The tile is stored from registers: C[q, p] (OUT_T) or C[p, q]."""
@@ -233,31 +258,36 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
     for tile in range(first, tiles, walkers):
         off_q, off_c = tile_origin(tile, gl.cdiv(Q, BQ), columns, BQ, BP * CTAS, GROUP_M)
         off_p = off_c + rank * BP
-        mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
-        x = x_ring.index(step % STAGES).permute((1, 0)).load(x_layout)
-        y = x
-        acc = gl.zeros([BP, BQ], gl.float32, mma_layout)
-        for i in range(0, k_steps, 2):
-            slot = (step + i) % STAGES
-            acc = warpgroup_mma(x, y_ring.index(slot).permute((1, 0)), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i - 1
+        if X_SMEM:
+            acc = _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout,
+                               BP, BQ, CTAS, THREADS)
+            step += k_steps
+        else:
+            mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
+            x = x_ring.index(step % STAGES).permute((1, 0)).load(x_layout)
+            y = x
+            acc = gl.zeros([BP, BQ], gl.float32, mma_layout)
+            for i in range(0, k_steps, 2):
+                slot = (step + i) % STAGES
+                acc = warpgroup_mma(x, y_ring.index(slot).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i - 1
+                _keep(y)
+                _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS)
+                odd = (slot + 1) % STAGES
+                mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
+                y = x_ring.index(odd).permute((1, 0)).load(x_layout)
+                acc = warpgroup_mma(y, y_ring.index(odd).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i
+                _keep(x)
+                _release(empty, slot, rank, True, CTAS, THREADS)
+                if i + 2 < k_steps:
+                    even = (slot + 2) % STAGES
+                    mbarrier.wait(ready.index(even), ((step + i + 2) // STAGES) & 1)
+                    x = x_ring.index(even).permute((1, 0)).load(x_layout)
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
             _keep(y)
-            _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS)
-            odd = (slot + 1) % STAGES
-            mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
-            y = x_ring.index(odd).permute((1, 0)).load(x_layout)
-            acc = warpgroup_mma(y, y_ring.index(odd).permute((1, 0)), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i
-            _keep(x)
-            _release(empty, slot, rank, True, CTAS, THREADS)
-            if i + 2 < k_steps:
-                even = (slot + 2) % STAGES
-                mbarrier.wait(ready.index(even), ((step + i + 2) // STAGES) & 1)
-                x = x_ring.index(even).permute((1, 0)).load(x_layout)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-        _keep(y)
-        step += k_steps
-        _release(empty, (step + STAGES - 1) % STAGES, rank, True, CTAS, THREADS)
+            step += k_steps
+            _release(empty, (step + STAGES - 1) % STAGES, rank, True, CTAS, THREADS)
         p = (off_p + rp).to(gl.int64)
         q = (off_q + rq).to(gl.int64)
         inside = (p[:, None] < P) & (q[None, :] < Q)
@@ -274,7 +304,7 @@ def _register_fed_kernel(
     x_desc, y_desc, c_ptr, P, Q, K, stride_c0,
     BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
     GROUP_M: gl.constexpr, OUT_T: gl.constexpr, LOADER_REGS: gl.constexpr,
-    CTAS: gl.constexpr = 1, LOADER_WARPS: gl.constexpr = 1,
+    CTAS: gl.constexpr = 1, LOADER_WARPS: gl.constexpr = 1, X_SMEM: gl.constexpr = False,
 ):
     """acc = X^T Y^T in tf32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
     boxes) and Y (Q, K) K-contiguous through y_desc ([BQ / CTAS, BK]);
@@ -282,7 +312,10 @@ def _register_fed_kernel(
     else C (P, Q) = acc. Persistent: program i walks tiles i, i + grid, ... in grouped
     order; with CTAS > 1 (launched in clusters of CTAS, LOADER_WARPS 4) cluster i walks
     groups of CTAS tiles so."""
-    x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BP], x_desc.layout)
+    if X_SMEM:
+        x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BP, BK], x_desc.layout)
+    else:
+        x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BP], x_desc.layout)
     y_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BQ, BK], y_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -293,23 +326,27 @@ def _register_fed_kernel(
         mbarrier.init(empty.index(s), count=1 if CTAS == 1 else gl.num_warps() // 4 * CTAS)
     gl.warp_specialize([
         (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0, BP,
-                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS)),
+                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
         (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0, BP,
-                   BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS)),
+                   BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
     ], [LOADER_WARPS], [LOADER_REGS])
 
 
 def _operands(a: torch.Tensor, b: torch.Tensor):
-    """(X, Y, OUT_T) for 2-D a (M, K), b (K, N) in the nn or tt layout, else None."""
+    """(X, Y, OUT_T, X_SMEM) for 2-D a (M, K), b (K, N) in the nn, tt or nt layout, else
+    None. X is (K, P) P-contiguous, fed from registers, or with X_SMEM (P, K) K-contiguous,
+    read by wgmma from shared memory."""
     if a.stride(1) == 1 and b.stride(1) == 1 and b.stride(0) != 1:  # nn: C^T = B^T A^T
-        return b, a, True
+        return b, a, True, False
     if a.stride(0) == 1 and a.stride(1) != 1 and b.stride(0) == 1:  # tt: C = A B
-        return a.T, b.T, False
+        return a.T, b.T, False, False
+    if a.stride(1) == 1 and b.stride(0) == 1 and b.stride(1) != 1:  # nt: C = A B
+        return a, b.T, False, True
     return None
 
 
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether fp32 a (M, K) and b (K, N) in the nn or tt layout, both as TMA reads them
+    """Whether fp32 a (M, K) and b (K, N) in the nn, tt or nt layout, both as TMA reads them
     (16-byte aligned base and row stride), and a fp32 out (M, N) with unit column stride
     can run here: on a Hopper GPU, outside the interpreter."""
     if INTERPRETER or not (a.dtype == b.dtype == out.dtype == torch.float32):
@@ -371,24 +408,24 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
     grid as the persistent kernel's: persistent.programs); ctas: CTAs a cluster, sharing Y's
     tiles by TMA multicast (1, 2 or 4; default CLUSTER_CTAS from CLUSTER_MIN_MNK on, else
     1). Returns out."""
-    x, y, out_t = _operands(a, b)
-    p, q = x.shape[1], y.shape[0]
+    x, y, out_t, x_smem = _operands(a, b)
+    p, q = x.shape[0 if x_smem else 1], y.shape[0]
     if ctas is None:
         ctas = CLUSTER_CTAS if p * q * a.shape[1] >= CLUSTER_MIN_MNK else 1
     if ctas not in (1, 2, 4):
         raise ValueError(f"register_fed: ctas must be 1, 2 or 4, got {ctas}")
-    args = (_descriptor(x, [BK, BP]), _descriptor(y, [BQ // ctas, BK]), out, p, q,
-            a.shape[1], out.stride(0))
+    args = (_descriptor(x, [BP, BK] if x_smem else [BK, BP]), _descriptor(y, [BQ // ctas, BK]),
+            out, p, q, a.shape[1], out.stride(0))
     constexprs = {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
                   "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "CTAS": ctas,
                   # Four TMA warps with clusters: the cluster barriers count every thread,
                   # and a one-warp partition leaves three idle warps that never arrive.
-                  "LOADER_WARPS": 4 if ctas > 1 else 1, "num_warps": WARPS,
-                  "maxnreg": MAX_REGISTERS}
+                  "LOADER_WARPS": 4 if ctas > 1 else 1, "X_SMEM": x_smem,
+                  "num_warps": WARPS, "maxnreg": MAX_REGISTERS}
     # A launch per cluster, each group of ctas tiles along P one tile of the wave rule.
     grid = programs(ctas * BP, BQ, p, q, sms // ctas, half_tail=False)
     run_kernel(_register_fed_kernel, (grid, ), args, constexprs,
                prepare=functools.partial(_as_cluster, ctas=ctas) if ctas > 1 else None)
-    record(triton.Config({"REGISTER_FED": True, "BM": BP, "BN": BQ, "BK": BK},
-                         num_warps=WARPS, num_stages=STAGES), "tf32")
+    record(triton.Config({"REGISTER_FED": True, "BM": BP, "BN": BQ, "BK": BK, "CTAS": ctas,
+                          "X_SMEM": x_smem}, num_warps=WARPS, num_stages=STAGES), "tf32")
     return out
