@@ -298,9 +298,12 @@ def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
     x_block = [rf.BP, rf.BK] if x_smem else [rf.BK, rf.BP]
     x_layout = gl.NVMMASharedLayout.get_default_for(x_block, gl.float32)
     y_layout = gl.NVMMASharedLayout.get_default_for(y_block, gl.float32)
+    c_block = [rf.BQ // 8, rf.BP] if out_t else [rf.BP, rf.BQ // 8]
+    c_layout = gl.NVMMASharedLayout.get_default_for(c_block, gl.float32)
     signature = {"x_desc": f"tensordesc<fp32[{x_block[0]}, {x_block[1]}],{x_layout!r}>",
                  "y_desc": f"tensordesc<fp32[{y_block[0]}, {y_block[1]}],{y_layout!r}>",
-                 "c_ptr": "*fp32", "P": "i32", "Q": "i32", "K": "i32", "stride_c0": "i32"}
+                 "c_desc": f"tensordesc<fp32[{c_block[0]}, {c_block[1]}],{c_layout!r}>",
+                 "P": "i32", "Q": "i32", "K": "i32"}
     constexprs = {"BP": rf.BP, "BQ": rf.BQ, "BK": rf.BK, "STAGES": rf.STAGES,
                   "GROUP_M": rf.GROUP_M, "OUT_T": out_t, "LOADER_REGS": rf.LOADER_REGS,
                   "CTAS": ctas, "LOADER_WARPS": 4 if ctas > 1 else 1, "X_SMEM": x_smem}

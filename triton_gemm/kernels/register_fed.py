@@ -33,11 +33,12 @@ import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
+                                                              tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .common import INTERPRETER, hopper, needs_int64, record, run_kernel
+from .common import INTERPRETER, hopper, record, run_kernel
 from .persistent import _tma_ok, programs, tile_origin
 
 # The tile: BP accumulator rows from X (two warpgroups of 64), BQ columns from Y, BK deep,
@@ -88,8 +89,8 @@ def _keep(x):
 # kernel (checked against the compiled PTX before the first launch: _check_offsets) and on
 # the Y descriptor's kernel parameter.
 Y_RING_OFFSET = gl.constexpr(0)
-READY_OFFSET = gl.constexpr(196688)
-EMPTY_OFFSET = gl.constexpr(196720)
+READY_OFFSET = gl.constexpr(229456)
+EMPTY_OFFSET = gl.constexpr(229488)
 _MULTICAST_Y = gl.constexpr(
     "{ .reg .pred p; .reg .b64 d; .reg .b32 base, dst, bar; .reg .b16 mask;"
     " setp.eq.s32 p, $1, 0; mov.b64 d, _register_fed_kernel_param_5; cvta.param.u64 d, d;"
@@ -162,7 +163,7 @@ def _walk(P, Q, CTAS: gl.constexpr, BP: gl.constexpr, BQ: gl.constexpr):
 
 
 @gluon.jit
-def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0,
+def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
             BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
             OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
             X_SMEM: gl.constexpr):
@@ -214,6 +215,52 @@ def _release(empty, slot, rank, pred, CTAS: gl.constexpr, THREADS: gl.constexpr)
 
 
 @gluon.jit
+def _store_chunk(chunk, j, c_desc, epi, off_p, off_q, OUT_T: gl.constexpr):
+    """Chunk j ([BP, EPI] of the accumulator, columns off_q + EPI j ..) to C through
+    buffer j % 2 of epi: C[q, p] with OUT_T, else C[p, q]. The buffer's previous TMA store
+    (two chunks back) must have read it first; TMA clips the chunk at C's edges."""
+    EPI: gl.constexpr = chunk.type.shape[1]
+    buf = epi.index(j % 2)
+    tma.store_wait(1)
+    gl.thread_barrier()  # every thread past the wait before the buffer is rewritten
+    if OUT_T:
+        buf.store(gl.permute(chunk, (1, 0)))
+        at = [off_q + EPI * j, off_p]
+    else:
+        buf.store(chunk)
+        at = [off_p, off_q + EPI * j]
+    fence_async_shared()
+    gl.thread_barrier()  # both warpgroups' parts written before one thread issues the store
+    tma.async_copy_shared_to_global(c_desc, at, buf)
+
+
+@gluon.jit
+def _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T: gl.constexpr, BP: gl.constexpr,
+                BQ: gl.constexpr):
+    """The [BP, BQ] accumulator to C in eight chunks of BQ / 8 columns, each staged in
+    shared memory and stored by TMA, which runs on while the next tile's K loop starts.
+    The chunks are split out of the accumulator's own registers (its column bits above
+    the chunk width are register bits of the wgmma layout): no data moves to cut them."""
+    EPI: gl.constexpr = BQ // 8
+    t = gl.permute(acc.reshape([BP, 8, EPI]), (0, 2, 1))  # [BP, EPI, chunk c]
+    even, odd = gl.split(t.reshape([BP, EPI, 4, 2]))  # c = 2a + b: b = 0 / 1
+    e0, e1 = gl.split(even.reshape([BP, EPI, 2, 2]))  # c in (0, 4) / (2, 6)
+    o0, o1 = gl.split(odd.reshape([BP, EPI, 2, 2]))  # c in (1, 5) / (3, 7)
+    c0, c4 = gl.split(e0)
+    c2, c6 = gl.split(e1)
+    c1, c5 = gl.split(o0)
+    c3, c7 = gl.split(o1)
+    _store_chunk(c0, 0, c_desc, epi, off_p, off_q, OUT_T)
+    _store_chunk(c1, 1, c_desc, epi, off_p, off_q, OUT_T)
+    _store_chunk(c2, 2, c_desc, epi, off_p, off_q, OUT_T)
+    _store_chunk(c3, 3, c_desc, epi, off_p, off_q, OUT_T)
+    _store_chunk(c4, 4, c_desc, epi, off_p, off_q, OUT_T)
+    _store_chunk(c5, 5, c_desc, epi, off_p, off_q, OUT_T)
+    _store_chunk(c6, 6, c_desc, epi, off_p, off_q, OUT_T)
+    _store_chunk(c7, 7, c_desc, epi, off_p, off_q, OUT_T)
+
+
+@gluon.jit
 def _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout: gl.constexpr,
                  BP: gl.constexpr, BQ: gl.constexpr, CTAS: gl.constexpr,
                  THREADS: gl.constexpr):
@@ -234,13 +281,13 @@ def _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout: 
 
 
 @gluon.jit
-def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0,
+def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
          BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
          OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
          X_SMEM: gl.constexpr):
     """The wgmma warpgroups: one wgmma left in flight, its X fragment kept until the wait
     that retires it; a slot goes back to the TMA warp once both warpgroups' wgmmas on it
-    have retired. The tile is stored from registers: C[q, p] (OUT_T) or C[p, q]."""
+    have retired. The tile goes out through shared memory by TMA (_store_tile)."""
     STAGES: gl.constexpr = x_ring.type.shape[0]
     NW: gl.constexpr = gl.num_warps()
     THREADS: gl.constexpr = 32 * NW
@@ -248,8 +295,6 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
         version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, BQ, 8])
     x_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout,
                                                  k_width=1)
-    rp = gl.arange(0, BP, layout=gl.SliceLayout(1, mma_layout))
-    rq = gl.arange(0, BQ, layout=gl.SliceLayout(0, mma_layout))
     if CTAS > 1:
         _cluster_sync(THREADS)
     first, walkers, tiles, columns, rank = _walk(P, Q, CTAS, BP, BQ)
@@ -288,28 +333,23 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0
             _keep(y)
             step += k_steps
             _release(empty, (step + STAGES - 1) % STAGES, rank, True, CTAS, THREADS)
-        p = (off_p + rp).to(gl.int64)
-        q = (off_q + rq).to(gl.int64)
-        inside = (p[:, None] < P) & (q[None, :] < Q)
-        if OUT_T:
-            gl.store(c_ptr + q[None, :] * stride_c0 + p[:, None], acc, mask=inside)
-        else:
-            gl.store(c_ptr + p[:, None] * stride_c0 + q[None, :], acc, mask=inside)
+        _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T, BP, BQ)
+    tma.store_wait(0)
     if CTAS > 1:
         _cluster_sync(THREADS)
 
 
 @gluon.jit
 def _register_fed_kernel(
-    x_desc, y_desc, c_ptr, P, Q, K, stride_c0,
+    x_desc, y_desc, c_desc, P, Q, K,
     BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
     GROUP_M: gl.constexpr, OUT_T: gl.constexpr, LOADER_REGS: gl.constexpr,
     CTAS: gl.constexpr = 1, LOADER_WARPS: gl.constexpr = 1, X_SMEM: gl.constexpr = False,
 ):
     """acc = X^T Y^T in tf32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
-    boxes) and Y (Q, K) K-contiguous through y_desc ([BQ / CTAS, BK]);
-    C fp32 with unit column stride and row stride stride_c0: C (Q, P) = acc^T with OUT_T,
-    else C (P, Q) = acc. Persistent: program i walks tiles i, i + grid, ... in grouped
+    boxes; with X_SMEM (P, K) K-contiguous, [BP, BK] boxes, acc = X Y^T) and Y (Q, K)
+    K-contiguous through y_desc ([BQ / CTAS, BK]); C fp32 through c_desc ([BQ / 8, BP]
+    boxes of C (Q, P) = acc^T with OUT_T, else [BP, BQ / 8] of C (P, Q) = acc). Persistent: program i walks tiles i, i + grid, ... in grouped
     order; with CTAS > 1 (launched in clusters of CTAS, LOADER_WARPS 4) cluster i walks
     groups of CTAS tiles so."""
     if X_SMEM:
@@ -317,6 +357,8 @@ def _register_fed_kernel(
     else:
         x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BP], x_desc.layout)
     y_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BQ, BK], y_desc.layout)
+    # Two buffers of one epilogue chunk (_store_tile): one fills while TMA reads the other.
+    epi = gl.allocate_shared_memory(gl.float32, [2] + c_desc.block_type.shape, c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
@@ -325,9 +367,9 @@ def _register_fed_kernel(
         # cluster one per warpgroup of every CTA (_release).
         mbarrier.init(empty.index(s), count=1 if CTAS == 1 else gl.num_warps() // 4 * CTAS)
     gl.warp_specialize([
-        (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0, BP,
+        (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
                 BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
-        (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_ptr, stride_c0, BP,
+        (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
                    BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
     ], [LOADER_WARPS], [LOADER_REGS])
 
@@ -346,17 +388,17 @@ def _operands(a: torch.Tensor, b: torch.Tensor):
 
 
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether fp32 a (M, K) and b (K, N) in the nn, tt or nt layout, both as TMA reads them
-    (16-byte aligned base and row stride), and a fp32 out (M, N) with unit column stride
-    can run here: on a Hopper GPU, outside the interpreter."""
+    """Whether fp32 a (M, K) and b (K, N) in the nn, tt or nt layout and a fp32 out (M, N)
+    with unit column stride, all three as TMA reads and writes them (16-byte aligned base
+    and row stride), can run here: on a Hopper GPU, outside the interpreter."""
     if INTERPRETER or not (a.dtype == b.dtype == out.dtype == torch.float32):
         return False
     if a.dim() != 2 or b.dim() != 2 or out.stride(1) != 1 or not hopper(a.device):
         return False
     ops = _operands(a, b)
     return (ops is not None and _tma_ok(ops[0], ops[0].stride(0))
-            and _tma_ok(ops[1], ops[1].stride(0))
-            and not needs_int64(out) and min(a.shape + b.shape) > 0)
+            and _tma_ok(ops[1], ops[1].stride(0)) and _tma_ok(out, out.stride(0))
+            and min(a.shape + b.shape) > 0)
 
 
 def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
@@ -415,7 +457,7 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
     if ctas not in (1, 2, 4):
         raise ValueError(f"register_fed: ctas must be 1, 2 or 4, got {ctas}")
     args = (_descriptor(x, [BP, BK] if x_smem else [BK, BP]), _descriptor(y, [BQ // ctas, BK]),
-            out, p, q, a.shape[1], out.stride(0))
+            _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, a.shape[1])
     constexprs = {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
                   "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "CTAS": ctas,
                   # Four TMA warps with clusters: the cluster barriers count every thread,
