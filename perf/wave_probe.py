@@ -89,7 +89,7 @@ def _sustained(fn, seconds: float) -> tuple:
 
 
 def _kernels(a, b, ref) -> dict:
-    """name -> call of kernels/register_fed.py alone on a, b (1, 2 and 4 CTAs a cluster), each
+    """name -> call of kernels/register_fed.py alone on a, b (1 and 2 CTAs a cluster), each
     first checked against float64 on a NaN-poisoned output; {} where it does not apply."""
     from triton_gemm.kernels import register_fed
     from triton_gemm.tolerances import rel_error, tolerance
@@ -98,7 +98,7 @@ def _kernels(a, b, ref) -> dict:
         return {}
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     fns = {}
-    for name, ctas in (("rf", 1), ("rf_cluster2", 2), ("rf_cluster4", 4)):
+    for name, ctas in (("rf", 1), ("rf_cluster2", 2)):
         out.fill_(float("nan"))
         register_fed.matmul_2d(a, b, out, sms, ctas=ctas)
         torch.cuda.synchronize()
@@ -118,7 +118,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--kernels", action="store_true",
                         help="also time kernels/register_fed.py alone, without and with "
-                             "clusters of 2 and 4 CTAs (nn and tt cases)")
+                             "clusters of 2 CTAs (nn, tt and nt cases)")
     parser.add_argument("--group-m", type=int, default=0,
                         help="kernels/register_fed.py's GROUP_M for this process's calls")
     args = parser.parse_args()
