@@ -142,7 +142,10 @@ STAGE_MIN_MNK = 768 ** 3
 # the copy plan): 4096^3 nn 382.7 (365.4; 398.4), 8192^3 nn 3209 (3188; 3321). The H100
 # report (thirty-sixth session; eager ratio to cuBLAS, the copy plan's in the run before):
 # 2048^3 nn 1.03x (0.85x), 4096^3 nn 1.07x (0.89x), 6144^3 1.00x (1.03x), 8192^3 0.97x
-# (0.93x), tt 4096^3 0.99x (0.89x), 8192^3 0.99x (0.99x). Products with fewer
+# (0.93x), tt 4096^3 0.99x (0.89x), 8192^3 0.99x (0.99x); thirty-seventh session, with its
+# TMA epilogue and 8192^3 in clusters of two (register_fed.CLUSTER_CTAS), two runs: 2048^3
+# nn 1.01x / 1.04x, 4096^3 1.03x / 1.01x, 6144^3 1.00x / 0.99x, 8192^3 0.99x / 0.98x, tt
+# 4096^3 0.99x / 1.00x, 8192^3 1.06x / 1.04x. Products with fewer
 # PERSISTENT_TILE tiles than SMs (1024^3) stay on the plain kernel; between those and 2048^3
 # the kernel takes them unmeasured.
 REGISTER_FED = True
