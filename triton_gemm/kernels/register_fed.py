@@ -46,7 +46,10 @@ from .persistent import _tma_ok, programs, tile_origin
 # 8192^3 nn, us, one run (cuBLAS tf32; the library's K-major copy plan): BQ 256 x BP 128
 # GROUP_M 8 382.7 / 3209 (365.4 / 3188; 398.4 / 3321); GROUP_M 4 384.6 / 3252, 16 393.6 /
 # 3300; BQ 128 x BP 256 486.3 / 3925. Another run: 3 stages 399.2 / 3324 against 4 386.0 /
-# 3342.
+# 3342. With the TMA epilogue (H100, one CTA, eager after a flush, us, thirty-seventh
+# session): BK 16 in 8 stages 3110.2 / 382.5 against BK 32 in 4 2994.2 / 364.9 at 8192^3 /
+# 4096^3 nn (cuBLAS 2960.4 / 373.9); tried because at BK 32 ncu samples the wgmma warps
+# waiting for a slot's loads in about a fifth of their stalls.
 BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 4, 8, 8
 # One TMA warp, a warpgroup of registers: 24 each hands the rest to the wgmma warps
 # (240 each; they need ~215).
