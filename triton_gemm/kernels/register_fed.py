@@ -7,8 +7,10 @@ come from registers in any layout. So the MN-major operand X, stored (K, P) P-co
 registers; the K-major one Y, stored (Q, K) K-contiguous (nn: A, Q = M; tt: B^T, Q = N),
 is read by wgmma from shared memory. The accumulator is X^T Y^T: C^T for nn (stored
 transposed), C for tt. A warp of its own issues both tiles' TMA loads into a ring of
-STAGES slots (warp specialisation); the two wgmma warpgroups never stop for them. From
-CLUSTER_MIN_MNK on, CTAs run in clusters of two that share Y's tiles (TMA multicast).
+STAGES slots (warp specialisation); the two wgmma warpgroups never stop for them, and
+hand each finished tile to TMA through shared memory (_store_tile). From CLUSTER_MIN_MNK
+on, CTAs run in clusters of two that share Y's tiles (TMA multicast). nt (both operands
+K-major) runs here too with X_SMEM, both read by wgmma from the ring; not dispatched.
 
 ptxas before CUDA 13.3 may reuse a register-fed wgmma's input registers before it has read
 them (triton-lang/triton#11781; triton 3.6 ships ptxas 12.8). Left to itself, ptxas 12.8
