@@ -15,7 +15,7 @@ import torch
 from conftest import DEVICE, gpu_only, randn, requires_kernels
 import triton_gemm
 from triton_gemm import dispatch, last_config
-from triton_gemm.kernels import register_fed
+from triton_gemm.kernels import common, register_fed
 from triton_gemm.tolerances import assert_close
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,6 +145,35 @@ def test_the_offset_check_refuses_ptx_whose_barriers_moved():
            "\t@%p10 mbarrier.init.shared::cta.b64 [%r101], 1;\n")
     with pytest.raises(RuntimeError, match="READY_OFFSET"):
         register_fed._check_offsets(ptx, 2)
+
+
+@gpu_only
+def test_a_cluster_kernel_whose_shared_memory_moved_runs_without_clusters(monkeypatch):
+    """Where the compiled cluster kernel's offsets do not match its PTX strings (another
+    triton, say), matmul_2d warns once and runs the kernel without clusters: nothing wrong
+    is launched, the product is right, and later calls skip the clusters silently."""
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+
+    def moved(ptx, ctas):
+        raise register_fed.ClusterUnavailable("register_fed: offsets moved (test)")
+
+    monkeypatch.setattr(common, "_compiled", {})  # compile (and prepare) afresh
+    monkeypatch.setattr(register_fed, "_clustered", set())
+    monkeypatch.setattr(register_fed, "_clusters_unavailable", [])
+    monkeypatch.setattr(register_fed, "_check_offsets", moved)
+    a, b = randn(512, 256), randn(256, 768)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for call in range(2):
+        out = torch.full((512, 768), float("nan"), device=a.device)
+        if call == 0:
+            with pytest.warns(RuntimeWarning, match="without clusters"):
+                register_fed.matmul_2d(a, b, out, sms, ctas=2)
+        else:
+            register_fed.matmul_2d(a, b, out, sms, ctas=2)
+        assert last_config() == RF_NAME  # no "_c2": one CTA a cluster
+        assert_close(out, a.double() @ b.double(), torch.float32, "tf32", f"call {call}",
+                     operands=(a, b))
 
 
 @gpu_only

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 
 import torch
 import triton
@@ -426,13 +427,19 @@ def _check_offsets(ptx: str, ctas: int) -> None:
     found = (ready[:1], empty[:1],
              re.search(rf"add\.s32\s+%r\d+, %r\d+, {x_ring};", ptx) is not None)
     if found != ([READY_OFFSET.value], [EMPTY_OFFSET.value], True):
-        raise RuntimeError(
+        raise ClusterUnavailable(
             f"register_fed: the {ctas}-CTA cluster kernel's shared memory moved (ready, empty "
             f"barriers, X ring at {x_ring}: {found}); set READY_OFFSET / EMPTY_OFFSET / "
             "Y_RING_OFFSET from its PTX, or run without clusters (CLUSTER_CTAS = 1)")
 
 
+class ClusterUnavailable(RuntimeError):
+    """The cluster variant cannot run as compiled (its PTX strings would address the wrong
+    shared memory); matmul_2d then runs without clusters."""
+
+
 _clustered: set = set()
+_clusters_unavailable: list = []  # the first ClusterUnavailable, once seen
 
 
 def _as_cluster(compiled, ctas: int) -> None:
@@ -454,13 +461,30 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
     """out = a @ b in tf32 for operands supports() accepts; sms: the GPU's SM count (the
     grid as the persistent kernel's: persistent.programs); ctas: CTAs a cluster, sharing Y's
     tiles by TMA multicast (1, 2 or 4; default CLUSTER_CTAS from CLUSTER_MIN_MNK on, else
-    1). Returns out."""
+    1; 1 once the cluster kernel turned out unable to run, ClusterUnavailable). Returns
+    out."""
     x, y, out_t, x_smem = _operands(a, b)
     p, q = x.shape[0 if x_smem else 1], y.shape[0]
     if ctas is None:
         ctas = CLUSTER_CTAS if p * q * a.shape[1] >= CLUSTER_MIN_MNK else 1
     if ctas not in (1, 2, 4):
         raise ValueError(f"register_fed: ctas must be 1, 2 or 4, got {ctas}")
+    if _clusters_unavailable:
+        ctas = 1
+    if ctas > 1:
+        try:
+            return _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas)
+        except ClusterUnavailable as exc:  # nothing launched: run without clusters
+            if not _clusters_unavailable:
+                warnings.warn(f"{exc}; running without clusters from here on",
+                              RuntimeWarning, stacklevel=2)
+                _clusters_unavailable.append(exc)
+            ctas = 1
+    return _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas)
+
+
+def _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas):
+    """matmul_2d's launch on its operands (X, Y), ctas CTAs a cluster. Returns out."""
     args = (_descriptor(x, [BP, BK] if x_smem else [BK, BP]), _descriptor(y, [BQ // ctas, BK]),
             _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, a.shape[1])
     constexprs = {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
