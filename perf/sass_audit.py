@@ -288,10 +288,11 @@ def wgmma_register_hazards(sass: str) -> list:
 def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
                         x_smem: bool = False) -> dict:
     """kernels/register_fed.py compiled for arch (C^T stored with out_t, else C; ctas CTAs
-    a cluster; x_smem: X K-major in shared memory, its nt mode): shared memory, ptxas's registers, spills and warnings
-    under the kernel's register cap, its tensor-core opcodes, wgmma_register_hazards of its
-    SASS, and with clusters its PTX's multicast loads, remote arrives and whether its shared
-    memory lies where the kernel's PTX strings address it (register_fed._check_offsets)."""
+    a cluster; x_smem: X K-major in shared memory, its nt mode): shared memory, ptxas's
+    registers, spills and warnings under the kernel's register cap, its tensor-core
+    opcodes, wgmma_register_hazards of its SASS, and with clusters its PTX's multicast
+    loads, remote arrives and whether its shared memory lies where the kernel's PTX strings
+    address it (register_fed._check_offsets)."""
     from triton.experimental.gluon import language as gl
     from triton_gemm.kernels import register_fed as rf
     y_block = [rf.BQ // ctas, rf.BK]

@@ -90,10 +90,10 @@ def _keep(x):
 
 # CTAS > 1: the CTAs of a cluster take CTAS tiles side by side along P, which share Y's
 # tile: each loads a 1/CTAS part of it and TMA multicasts that into every CTA's ring, so
-# each Y byte leaves L2 once per cluster. Gluon (triton 3.6) has neither multicast nor remote mbarriers,
-# so those are PTX here, on shared memory offsets fixed by triton's allocator for this
-# kernel (checked against the compiled PTX before the first launch: _check_offsets) and on
-# the Y descriptor's kernel parameter.
+# each Y byte leaves L2 once per cluster. Gluon (triton 3.6) has neither multicast nor
+# remote mbarriers, so those are PTX here, on shared memory offsets fixed by triton's
+# allocator for this kernel (checked against the compiled PTX before the first launch:
+# _check_offsets) and on the Y descriptor's kernel parameter.
 Y_RING_OFFSET = gl.constexpr(0)
 READY_OFFSET = gl.constexpr(229456)
 EMPTY_OFFSET = gl.constexpr(229488)
@@ -174,8 +174,8 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
             OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
             X_SMEM: gl.constexpr):
     """The TMA warps: each K step's X and Y tiles into the ring once the wgmma warps (with
-    CTAS > 1, all the cluster's CTAs') have handed the slot back. K steps are issued in pairs; past K, TMA
-    fills zeros."""
+    CTAS > 1, all the cluster's CTAs') have handed the slot back. K steps are issued in
+    pairs; past K, TMA fills zeros."""
     STAGES: gl.constexpr = x_ring.type.shape[0]
     THREADS: gl.constexpr = 32 * LOADER_WARPS
     nbytes: gl.constexpr = x_desc.block_type.nbytes + BQ * BK * 4
@@ -355,9 +355,10 @@ def _register_fed_kernel(
     """acc = X^T Y^T in tf32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
     boxes; with X_SMEM (P, K) K-contiguous, [BP, BK] boxes, acc = X Y^T) and Y (Q, K)
     K-contiguous through y_desc ([BQ / CTAS, BK]); C fp32 through c_desc ([BQ / 8, BP]
-    boxes of C (Q, P) = acc^T with OUT_T, else [BP, BQ / 8] of C (P, Q) = acc). Persistent: program i walks tiles i, i + grid, ... in grouped
-    order; with CTAS > 1 (launched in clusters of CTAS, LOADER_WARPS 4) cluster i walks
-    groups of CTAS tiles so."""
+    boxes of C (Q, P) = acc^T with OUT_T, else [BP, BQ / 8] of C (P, Q) = acc).
+    Persistent: program i walks tiles i, i + grid, ... in grouped order; with CTAS > 1
+    (launched in clusters of CTAS, LOADER_WARPS 4) cluster i walks groups of CTAS tiles
+    so."""
     if X_SMEM:
         x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BP, BK], x_desc.layout)
     else:
