@@ -323,7 +323,7 @@ def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
             extra["offsets_ok"] = False
         extra["multicast_loads"] = ptx.count(".multicast::cluster [")
         extra["remote_arrives"] = ptx.count("mbarrier.arrive.shared::cluster.b64")
-        extra["gpu_membars_in_loop"] = sass.count("MEMBAR.ALL.GPU")
+        extra["gpu_membars"] = sass.count("MEMBAR.ALL.GPU")
     return {"shared": kernel.metadata.shared, **report,
             "mma": " ".join(sorted(set(re.findall(r"\b[HI]G?MMA\.[\w.]+", sass)))),
             "a_registers": sorted({int(r) for r in _HGMMA.findall(sass)}),

@@ -129,7 +129,7 @@ def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(
         assert report["offsets_ok"], report
         assert report["multicast_loads"] == 1, report
         assert report["remote_arrives"] == (2 if x_smem else 3) * ctas, report
-        assert report["gpu_membars_in_loop"] == 4, report  # 4 cluster syncs, nothing else
+        assert report["gpu_membars"] == 4, report  # 4 cluster syncs, nothing else
         assert report["mma"] == "HGMMA.64x256x8.F32.TF32", report
         # Register-fed: two alternating four-register fragments; x_smem: none.
         assert len(report["a_registers"]) == (0 if x_smem else 8), report

@@ -51,11 +51,11 @@ from .persistent import _tma_ok, programs, tile_origin
 # 3300; BQ 128 x BP 256 486.3 / 3925. Another run: 3 stages 399.2 / 3324 against 4 386.0 /
 # 3342. With the TMA epilogue (H100, one CTA, eager after a flush, us, thirty-seventh
 # session): BK 16 in 8 stages 3110.2 / 382.5 against BK 32 in 4 2994.2 / 364.9 at 8192^3 /
-# 4096^3 nn (cuBLAS 2960.4 / 373.9); tried because at BK 32 ncu samples the wgmma warps
-# waiting for a slot's loads in about a fifth of their stalls.
+# 4096^3 nn (cuBLAS 2960.4 / 373.9); tried because at BK 32 ncu's stall sampling puts the
+# wgmma warps' wait for a slot's loads among their largest stalls (8192^3 nn).
 BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 4, 8, 8
-# One TMA warp, a warpgroup of registers: 24 each hands the rest to the wgmma warps
-# (240 each; they need ~215).
+# The TMA partition (one warp, four with clusters) counts a warpgroup of registers: 24 a
+# thread hands the rest to the wgmma warps (240 each; they need ~215).
 LOADER_REGS = 24
 # CTAs a cluster of matmul_2d's launch holds from CLUSTER_MIN_MNK (M * N * K) on, sharing
 # Y's tiles by TMA multicast (_multicast_y). At the H100's 700 W limit the clock follows
@@ -71,13 +71,6 @@ LOADER_REGS = 24
 CLUSTER_CTAS = 2
 CLUSTER_MIN_MNK = 2 ** 38
 MAX_REGISTERS = 65536 // (32 * (WARPS + 4)) // 8 * 8
-
-
-@gluon.jit
-def _grid(P, Q, K, BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr):
-    """(tiles along P, tiles along Q, K steps): both partitions walk the same tiles and
-    steps, the K steps rounded up to pairs (the wgmma loop runs two a turn)."""
-    return gl.cdiv(P, BP), gl.cdiv(Q, BQ), gl.cdiv(gl.cdiv(K, BK), 2) * 2
 
 
 @gluon.jit
@@ -159,13 +152,25 @@ def _release_to(slot, cta, pred, THREADS: gl.constexpr):
 
 
 @gluon.jit
-def _walk(P, Q, CTAS: gl.constexpr, BP: gl.constexpr, BQ: gl.constexpr):
-    """(first tile, tile step, tiles, tile columns, rank) of this program's walk over
-    groups of CTAS tiles of BP x BQ side by side along P, one group per cluster (CTA
-    programs i * CTAS .. i * CTAS + CTAS - 1), rank this CTA's tile in it."""
+def _walk(P, Q, K, CTAS: gl.constexpr, BP: gl.constexpr, BQ: gl.constexpr,
+          BK: gl.constexpr):
+    """(first tile, tile step, tiles, tile columns, rank, K steps) of this program's walk,
+    the same in both partitions: groups of CTAS tiles of BP x BQ side by side along P, one
+    group per cluster (CTA programs i * CTAS .. i * CTAS + CTAS - 1), rank this CTA's tile
+    in it; K steps rounded up to pairs (the register-fed loop runs two a turn)."""
     columns = gl.cdiv(gl.cdiv(P, BP), CTAS)
     return (gl.program_id(0) // CTAS, gl.num_programs(0) // CTAS,
-            columns * gl.cdiv(Q, BQ), columns, gl.program_id(0) % CTAS)
+            columns * gl.cdiv(Q, BQ), columns, gl.program_id(0) % CTAS,
+            gl.cdiv(gl.cdiv(K, BK), 2) * 2)
+
+
+@gluon.jit
+def _tile_origin(tile, Q, columns, rank, CTAS: gl.constexpr, BP: gl.constexpr,
+                 BQ: gl.constexpr, GROUP_M: gl.constexpr):
+    """(off_q, off_p) of this CTA's tile in group `tile` of the walk (_walk), the groups
+    in persistent.tile_origin's grouped order."""
+    off_q, off_c = tile_origin(tile, gl.cdiv(Q, BQ), columns, BQ, BP * CTAS, GROUP_M)
+    return off_q, off_c + rank * BP
 
 
 @gluon.jit
@@ -181,12 +186,10 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
     nbytes: gl.constexpr = x_desc.block_type.nbytes + BQ * BK * 4
     if CTAS > 1:
         _cluster_sync(THREADS)
-    first, walkers, tiles, columns, rank = _walk(P, Q, CTAS, BP, BQ)
-    k_steps = _grid(P, Q, K, BP, BQ, BK)[2]
+    first, walkers, tiles, columns, rank, k_steps = _walk(P, Q, K, CTAS, BP, BQ, BK)
     step = 0
     for tile in range(first, tiles, walkers):
-        off_q, off_c = tile_origin(tile, gl.cdiv(Q, BQ), columns, BQ, BP * CTAS, GROUP_M)
-        off_p = off_c + rank * BP
+        off_q, off_p = _tile_origin(tile, Q, columns, rank, CTAS, BP, BQ, GROUP_M)
         for i in range(k_steps):
             slot = step % STAGES
             mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
@@ -303,12 +306,10 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
                                                  k_width=1)
     if CTAS > 1:
         _cluster_sync(THREADS)
-    first, walkers, tiles, columns, rank = _walk(P, Q, CTAS, BP, BQ)
-    k_steps = _grid(P, Q, K, BP, BQ, BK)[2]
+    first, walkers, tiles, columns, rank, k_steps = _walk(P, Q, K, CTAS, BP, BQ, BK)
     step = 0
     for tile in range(first, tiles, walkers):
-        off_q, off_c = tile_origin(tile, gl.cdiv(Q, BQ), columns, BQ, BP * CTAS, GROUP_M)
-        off_p = off_c + rank * BP
+        off_q, off_p = _tile_origin(tile, Q, columns, rank, CTAS, BP, BQ, GROUP_M)
         if X_SMEM:
             acc = _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout,
                                BP, BQ, CTAS, THREADS)
