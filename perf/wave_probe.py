@@ -4,6 +4,7 @@ square shapes that leave a partial one, timed in interleaved rounds after an L2 
 (bench.gpu_median_ms, the report's eager measure).
 
     python perf/wave_probe.py [--cases M,N,K,LAYOUT ...] [--rounds 3] [--sustain SECONDS]
+                              [--dtype float16] [--cublas-kernels]
     ncu --profile-from-start off ... python perf/wave_probe.py --profile --cases ...
 
 LAYOUT is nn (row-major A and B), nt (B K-major), tn (A M-major) or tt (both). With
@@ -14,6 +15,12 @@ the library, not on cuBLAS (measured: they do not; README, "tf32 at the power li
 --sustain also runs each implementation back to back for SECONDS (no flush) while sampling
 the SM clock and board power (torch.cuda.clock_rate / power_draw, through NVML): at the
 H100's 700 W limit a kernel that spends more energy per product runs at a lower clock.
+--dtype float16 / bfloat16 runs the same for 16-bit operands (float32: tf32), and
+--cublas-kernels prints the kernels cuBLAS launches for each case (torch.profiler): H200,
+fp16, sustained, ours against cuBLAS (thirty-eighth session), 2048x4096x4096 nt 640.6 vs
+624.4 TFLOPS at 1485 / 1410 MHz, 4096^3 nn 634.7 vs 634.5, 8192^3 nn 649.9 vs 634.7, all
+at 684-693 W; cuBLAS ran nvjet_sm90 kernels of 256x128 tiles in clusters of two there
+(192x192 at 2048x11008x4096 nt, 320x128 at 8192^3).
 --profile runs each case's library call and cuBLAS call once, after warm-up, between
 cudaProfilerStart and Stop, for Nsight Compute, and times nothing. GPU only.
 """
@@ -39,15 +46,15 @@ DEFAULT_CASES = ("4096,4096,4096,nn", "4096,4224,4096,nn", "8192,8192,8192,nn",
                  "8192,8448,8192,nn", "8192,8192,8192,nt", "8192,8448,8192,nt")
 
 
-def _operands(text: str, device: str = "cuda"):
-    """(a, b) random fp32 for "M,N,K,LAYOUT": nn row-major, nt B K-major, tn A M-major, tt
-    both."""
+def _operands(text: str, dtype: torch.dtype = torch.float32, device: str = "cuda"):
+    """(a, b) random of dtype for "M,N,K,LAYOUT": nn row-major, nt B K-major, tn A M-major,
+    tt both."""
     m, n, k, layout = text.split(",")
     if layout not in ("nn", "nt", "tn", "tt"):
         raise ValueError(f"layout {layout!r}: use nn, nt, tn or tt")
     m, n, k = int(m), int(n), int(k)
-    a = torch.randn(m, k, device=device)
-    b = torch.randn(k, n, device=device)
+    a = torch.randn(m, k, device=device).to(dtype)
+    b = torch.randn(k, n, device=device).to(dtype)
     if layout in ("nt", "tt"):
         b = b.t().contiguous().t()
     if layout in ("tn", "tt"):
@@ -56,11 +63,26 @@ def _operands(text: str, device: str = "cuda"):
 
 
 def _cublas(a, b):
-    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_tf32 = True  # read for fp32 operands only
     try:
         return torch.matmul(a, b)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = False
+
+
+# dtype name -> the library's precision for it.
+_PRECISION = {"float32": "tf32", "float16": None, "bfloat16": None}
+
+
+def _kernel_names(fn) -> list:
+    """Names of the GPU kernels one call of fn launches (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type.name == "CUDA"]
 
 
 def _sustained(fn, seconds: float) -> tuple:
@@ -120,6 +142,10 @@ def main() -> None:
     parser.add_argument("--kernels", action="store_true",
                         help="also time kernels/register_fed.py alone, without and with "
                              "clusters of 2 CTAs (nn, tt and nt cases)")
+    parser.add_argument("--dtype", choices=tuple(_PRECISION), default="float32",
+                        help="operands' dtype (float32 runs tf32)")
+    parser.add_argument("--cublas-kernels", action="store_true",
+                        help="print the kernels cuBLAS launches for each case (torch.profiler)")
     parser.add_argument("--group-m", type=int, default=0,
                         help="kernels/register_fed.py's GROUP_M for this process's calls")
     args = parser.parse_args()
@@ -127,14 +153,17 @@ def main() -> None:
     if args.group_m:
         from triton_gemm.kernels import register_fed
         register_fed.GROUP_M = args.group_m
+    precision = _PRECISION[args.dtype]
     for text in args.cases:
-        a, b = _operands(text)
+        a, b = _operands(text, getattr(torch, args.dtype))
         ref = a.double() @ b.double()
-        ours = triton_gemm.matmul(a, b, precision="tf32")
+        ours = triton_gemm.matmul(a, b, precision=precision)
         error = float((ours.double() - ref).norm() / ref.norm())
         config = triton_gemm.last_config()
-        fns = {"library": lambda: triton_gemm.matmul(a, b, precision="tf32"),
+        fns = {"library": lambda: triton_gemm.matmul(a, b, precision=precision),
                "cublas": lambda: _cublas(a, b)}
+        if args.cublas_kernels:
+            print(f"{text}: cuBLAS runs {', '.join(_kernel_names(fns['cublas']))}", flush=True)
         if args.kernels:
             fns.update(_kernels(a, b, ref))
         if args.profile:

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -21,6 +22,12 @@ def test_operands_have_the_named_layout(layout, a_strides, b_strides):
     assert a.stride() == a_strides and b.stride() == b_strides
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_operands_take_the_dtype_asked_for(dtype):
+    a, b = wave_probe._operands("2,3,5,nt", dtype, device="cpu")
+    assert a.dtype == b.dtype == dtype and b.stride() == (1, 5)
+
+
 def test_an_unknown_layout_is_refused_by_name():
     with pytest.raises(ValueError, match="'pad'"):
         wave_probe._operands("2,3,5,pad", device="cpu")
@@ -30,5 +37,6 @@ def test_help_lists_the_probe_options():
     done = subprocess.run([sys.executable, "perf/wave_probe.py", "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    for option in ("--cases", "--sustain", "--profile", "--kernels", "--group-m"):
+    for option in ("--cases", "--sustain", "--profile", "--kernels", "--group-m", "--dtype",
+                   "--cublas-kernels"):
         assert option in done.stdout

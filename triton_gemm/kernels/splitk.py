@@ -30,6 +30,18 @@ skipping the split on those rows pay: the plain kernel's 16-row tiles over all o
 (perf/tile_probe.py --graph, 8x4104x4104 fp16) took 22.2-33.7 us against 20.2 on split-K
 (cuBLAS 18.2).
 
+Nor did clusters finish the tiles (thirty-eighth session, not kept): the SPLIT slices of a
+tile launched as one thread-block cluster (consecutive programs, the compiled kernel's
+num_ctas set as register_fed sets it), each storing its partial, then barrier.cluster
+(arrive.release, wait.acquire) and each CTA summing BN / SPLIT of the tile's columns over
+all slices from L2: one launch, no counters, reproducible. Clusters of four or eight must
+share a GPC, so fewer of them fit at once than a one-wave grid needs. perf/tile_probe.py
+--graph (cold L2), H200, fp16, us, pinned configs, clusters against two launches (cuBLAS
+17.3-17.9): 8x4104x4104 16x128x128 s4 25.6 vs 17.9, 16x128x64 s8 21.9 vs 17.4, 16x64x128
+s2 18.8 vs 19.5; 64x4104x4104 64x128x64 s8 39.0 vs 22.0, 64x64x128 s2 26.2 vs 24.0;
+16x8192x8192 16x128x128 s4 45.4 vs 38.5. Only clusters of two kept pace, on tiles slower
+than the best two-launch one.
+
 Nor are the operands read through TMA descriptors: a probe kernel (not kept) of the same
 configs with descriptor loads (H100, fp16, CUDA-graph time, L2 flushed, us, TMA against
 pointers) ran 128x128x65536 64x64x128 s32 18.9 vs 19.7, 256x256x32768 128x128x64 s32 23.3 vs
