@@ -637,23 +637,6 @@ def test_splitk_reads_only_the_first_m_rows_and_n_columns():
         splitk.matmul_2d(a[:SM], b[:, :40], poisoned(SM, 41, dtype=torch.float32))
 
 
-@pytest.mark.parametrize("family", configs.FAMILIES)
-def test_the_splitk_tuner_times_each_config_with_its_reduce(family, monkeypatch):
-    """Each timed partial launch of the split-K tuner is followed, inside the timing, by the
-    reduce of that config's SPLIT slices (the work the config leaves for later), into
-    scratch the size of the output; a launch that failed gets none."""
-    calls = []
-    monkeypatch.setattr(splitk, "reduce", lambda work, split, out: calls.append(
-        (work, split, out.shape, out.dtype)))
-    hook = splitk._TUNED[family].post_hook
-    work = torch.empty(8, 5, 7)
-    a = torch.empty(5, 3, dtype=torch.float16)
-    hook({"w_ptr": work, "a_ptr": a, "M": 5, "N": 7, "SPLIT": 4}, exception=None)
-    assert calls == [(work, 4, (5, 7), torch.float16)]
-    hook({"w_ptr": work, "a_ptr": a, "M": 5, "N": 7, "SPLIT": 4}, exception=RuntimeError())
-    assert len(calls) == 1
-
-
 def test_splitk_vector_hints_need_every_run_on_16_bytes():
     """Runs of 16 bytes, else 8; no hint where triton sees 16 elements anyway, where a
     base is off 16 bytes, a stride or the extent along the runs off 8, or where neither

@@ -428,25 +428,17 @@ class _Prepared:
         return self.fn.run(*args, **kwargs)
 
 
-def make_tuners(kernel, name: str, family_configs: dict, prune, prepare=None,
-                timed_after=None) -> dict:
+def make_tuners(kernel, name: str, family_configs: dict, prune, prepare=None) -> dict:
     """One triton.autotune wrapper of kernel per config family, registered for
     tuned_configs(): {family: autotuner}. prune is called with family= as well; prepare
-    (args, kwargs), if given, before each of the autotuner's launches (see _Prepared);
-    timed_after(kwargs), if given, after each of its timed launches, inside the timing (the
-    work a config leaves for later kernels: split-K's reduce), not after the final one."""
+    (args, kwargs), if given, before each of the autotuner's launches (see _Prepared)."""
     tuners = {}
     tuned = kernel if prepare is None else _Prepared(kernel, prepare)
-    post_hook = None
-    if timed_after is not None:
-        def post_hook(kwargs, exception):
-            if exception is None:
-                timed_after(kwargs)
     for family, family_list in family_configs.items():
         family_prune = functools.partial(prune, family=family)
         tuners[family] = triton.autotune(configs=family_list, key=configs.TUNING_KEY,
                                          prune_configs_by={"early_config_prune": family_prune},
-                                         cache_results=TUNE_CACHE, post_hook=post_hook,
+                                         cache_results=TUNE_CACHE,
                                          do_bench=None if INTERPRETER else tune_timer.bench,
                                          )(tuned)
         _tuners[(name, family)] = tuners[family]

@@ -201,20 +201,9 @@ def _splitk_reduce_kernel(
              mask=inside)
 
 
-def _reduce_after_partials(kwargs: dict) -> None:
-    """The reduce a tuned config's partials need (into scratch of the operands' dtype, no
-    D), launched after each of the tuner's timed partial launches so that a config is
-    chosen by the time of both: the tuner timing the partials alone took
-    8x4104x4104 fp16's 16x128x128 in 4 slices over 16x128x64 in 8, 18.0 against 17.2 us
-    with the reduce (perf/tile_probe.py --graph, H200, thirty-eighth session)."""
-    m, n = kwargs["M"], kwargs["N"]
-    scratch = torch.empty((m, n), dtype=kwargs["a_ptr"].dtype, device=kwargs["w_ptr"].device)
-    reduce(kwargs["w_ptr"], kwargs["SPLIT"], scratch)
-
-
 _TUNED = make_tuners(_splitk_partial_kernel, "splitk",
                      {family: configs.splitk_configs(family) for family in configs.FAMILIES},
-                     configs.splitk_prune, timed_after=_reduce_after_partials)
+                     configs.splitk_prune)
 
 
 @functools.lru_cache(maxsize=None)
