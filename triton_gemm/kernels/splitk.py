@@ -42,6 +42,15 @@ s2 18.8 vs 19.5; 64x4104x4104 64x128x64 s8 39.0 vs 22.0, 64x64x128 s2 26.2 vs 24
 16x8192x8192 16x128x128 s4 45.4 vs 38.5. Only clusters of two kept pace, on tiles slower
 than the best two-launch one.
 
+The tuner times the partials alone. Timing each config with its reduce behind it (a
+post-hook of the autotuner, inside the timing; thirty-eighth session, not kept) left
+8x4104x4104's choice as it was (k_16x128x128_s4; H100 report 0.90x fp16, 0.91x bf16, as
+before) and moved 128x128x16384's between tiles of the same slice count (10.7 -> 11.9 us
+fp16: tuning noise at ~10 us). Nor does a 16x128x64 tile in 8 slices pay on the H100
+(perf/tile_probe.py --graph, us, against 16x128x128 in 4; cuBLAS): fp16 19.8 vs 20.1
+(18.0), bf16 19.6 vs 19.7 (17.7), 16x8192x8192 52.8 vs 52.4 (49.0); on the H200 it did
+(17.2 vs 18.0 fp16; 17.3-17.5).
+
 Nor are the operands read through TMA descriptors: a probe kernel (not kept) of the same
 configs with descriptor loads (H100, fp16, CUDA-graph time, L2 flushed, us, TMA against
 pointers) ran 128x128x65536 64x64x128 s32 18.9 vs 19.7, 256x256x32768 128x128x64 s32 23.3 vs
