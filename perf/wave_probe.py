@@ -19,8 +19,8 @@ H100's 700 W limit a kernel that spends more energy per product runs at a lower 
 --cublas-kernels prints the kernels cuBLAS launches for each case (torch.profiler): H200,
 fp16, sustained, ours against cuBLAS (thirty-eighth session), 2048x4096x4096 nt 640.6 vs
 624.4 TFLOPS at 1485 / 1410 MHz, 4096^3 nn 634.7 vs 634.5, 8192^3 nn 649.9 vs 634.7, all
-at 684-693 W; cuBLAS ran nvjet_sm90 kernels of 256x128 tiles in clusters of two there
-(192x192 at 2048x11008x4096 nt, 320x128 at 8192^3).
+at 684-693 W; cuBLAS ran nvjet_sm90_hsh_256x128_64x4_1x2 there (192x192_64x4_2x1 at
+2048x11008x4096 nt, 320x128_64x3_1x2 at 8192^3).
 --profile runs each case's library call and cuBLAS call once, after warm-up, between
 cudaProfilerStart and Stop, for Nsight Compute, and times nothing. GPU only.
 """
