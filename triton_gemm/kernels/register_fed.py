@@ -492,7 +492,10 @@ def _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas):
     constexprs = {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
                   "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "CTAS": ctas,
                   # Four TMA warps with clusters: the cluster barriers count every thread,
-                  # and a one-warp partition leaves three idle warps that never arrive.
+                  # and a one-warp partition leaves three idle warps that never arrive. Nor
+                  # can one of the four run the loop alone: Gluon splits each TMA copy over
+                  # the partition's warps (a quarter of X's box each) between 128-thread
+                  # named barriers (PTX, sm_90a), so that hangs (thirty-eighth session).
                   "LOADER_WARPS": 4 if ctas > 1 else 1, "X_SMEM": x_smem,
                   "num_warps": WARPS, "maxnreg": MAX_REGISTERS}
     # A launch per cluster, each group of ctas tiles along P one tile of the wave rule.
