@@ -49,7 +49,7 @@ before) and moved 128x128x16384's between tiles of the same slice count (10.7 ->
 fp16: tuning noise at ~10 us). Nor does a 16x128x64 tile in 8 slices pay on the H100
 (perf/tile_probe.py --graph, us, against 16x128x128 in 4; cuBLAS): fp16 19.8 vs 20.1
 (18.0), bf16 19.6 vs 19.7 (17.7), 16x8192x8192 52.8 vs 52.4 (49.0); on the H200 it did
-(17.2 vs 18.0 fp16; 17.3-17.5).
+(fp16 17.2 vs 18.0, cuBLAS 17.5).
 
 Nor are the operands read through TMA descriptors: a probe kernel (not kept) of the same
 configs with descriptor loads (H100, fp16, CUDA-graph time, L2 flushed, us, TMA against
