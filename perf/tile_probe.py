@@ -126,6 +126,8 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
                 a, b, c, precision=prec, config=cfg))
         out.append(("persistent", (f"{bm}x{bn}x{bk // word} w{w} s{st}"
                                    f"{' sub' if sub else ''}{' ws' if ws else ''}"), fn))
+    if transposed is not None:
+        return out + _splitk_candidates(splitk or SPLITK, word, prec, transposed)
     if halves:
         # Split-K tiles given run tf32x3 split in the K loop on the operands as given
         # (the library's split-K path), BK halved as for tf32.
@@ -228,7 +230,11 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
         us = bench.gpu_median_ms(lambda: dispatch.stage(a[None], b[None], plan)) * 1e3
         print(f"  {'staging ' + str(plan):40s} {us:8.1f} us")
     fma_transposed = None
-    if transposed:
+    if transposed and precision != "ieee":
+        # C^T = B^T A^T on the operands as given: the weight an M-major (nn) or K-major
+        # (nt) first operand, A^T a K-major second one; the split-K tiles on it.
+        fma_transposed = (b.t(), a.t())
+    elif transposed:
         # dispatch.FMA_TRANSPOSED's operands: the weight as given, A^T copied row-major.
         fma_plan = dispatch.FMA_TRANSPOSED._replace(transposed=False)
         w, at = dispatch.stage(b.t()[None], a.t()[None], fma_plan)
@@ -283,8 +289,9 @@ def main(argv=None) -> int:
                         help="time every candidate (and cuBLAS) in turn, this many rounds; "
                              "print each one's median and range (interleaved)")
     parser.add_argument("--transposed", action="store_true",
-                        help="ieee: run the split-K tiles on C^T = W A^T with A^T copied "
-                             "row-major (dispatch.FMA_TRANSPOSED; BK as given)")
+                        help="run the split-K tiles on C^T = W A^T (BK as given): ieee with "
+                             "A^T copied row-major (dispatch.FMA_TRANSPOSED), other "
+                             "precisions on the operands as given")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")

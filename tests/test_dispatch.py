@@ -415,7 +415,8 @@ def test_skinny_split_k_plans_run_operands_as_given():
     """Skinny products on the split-K kernel run every operand as given, to 64 rows (past
     dispatch.PAD_MIN_MN): rows of whole 16-byte runs (4104 fp16, 4100 fp32) under the
     kernel's vector hints, rows off 16 bytes (4097, or 4100 fp16) on its narrow tiles. Its
-    other products pad those at any size."""
+    other products pad those at any size. (16-bit ones of few rows on 16-byte runs run
+    transposed on it, as given too.)"""
     sms = 132
     for dtype, precision, size in ((torch.float16, "half", 4104),
                                    (torch.float32, "tf32", 4100),
@@ -427,8 +428,10 @@ def test_skinny_split_k_plans_run_operands_as_given():
             for layout in ("row", "col"):
                 ops = _ops(m, size, size, "row", layout, dtype)
                 p = dispatch.plan(*ops, precision, sms)
-                assert p == dispatch.Plan(False, False, False, split_k=True), \
-                    (dtype, size, m, layout, p)
+                transposed = (precision == "half" and size == 4104
+                              and m <= dispatch.TRANSPOSED_SPLIT_K_MAX_M)
+                assert p == dispatch.Plan(False, False, False, split_k=True,
+                                          transposed=transposed), (dtype, size, m, layout, p)
     p = dispatch.plan(*_ops(128, 32, 4097, "row", "row", torch.float16), "half", sms)
     assert p.split_k and not p.pad, p  # 128 x 32 outputs: SPLITK_AS_GIVEN_MAX_MN
 
@@ -894,15 +897,17 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
     assert plan(tf32x3_rows, 8192, 8192, "tf32x3", dtype=torch.float32) == dispatch.GEMV
     split = [plan(16, dispatch.THIN_MIN_N - 16, 8192),         # a narrower weight
              plan(16, 8192, 8192, "tf32x3", b_layout="row", dtype=torch.float32),
-             plan(8, 4104, 4104, b_layout="row"),               # 16-byte runs, not ALIGN
+             plan(32, 4104, 4104, b_layout="row"),              # 16-byte runs, not ALIGN
+             plan(8, 4104, 4104, "tf32", b_layout="row", dtype=torch.float32),
              plan(16, dispatch.THIN_MIN_N - 16, 8192, b_layout="row"),
              plan(16, 8192, 8192, a_layout="col"),             # M-contiguous A
-             plan(16, 8192, 8184),                              # K no multiple of ALIGN
              plan(16, 8192, 8192, "tf32x3", dtype=torch.float32),
              plan(tf32x3_rows + 1, 8192, 8192, "tf32x3", dtype=torch.float32),
              plan(ieee_rows, 8192, 8192, "ieee", b_layout="row", dtype=torch.float32),
              plan(ieee_rows, dispatch.THIN_MIN_N - 16, 8192, "ieee", dtype=torch.float32)]
     assert all(p.split_k and not p.transposed and not p.gemv for p in split), split
+    # K no multiple of ALIGN, 16 rows: split-K as given (TRANSPOSED_SPLIT_K_MAX_M).
+    assert plan(16, 8192, 8184).split_k and not plan(16, 8192, 8184).transposed
     assert not plan(dispatch.SKINNY_M + 1, 8192, 8192).transposed
     assert not plan(16, 8192, dispatch.SPLITK_MIN_K - 1).transposed
     assert not plan(16, 8192, dispatch.SPLITK_MIN_K - 1, "ieee", dtype=torch.float32).gemv
@@ -938,6 +943,30 @@ def test_fp32_fma_products_against_a_k_major_weight_run_transposed_on_split_k():
     assert dispatch.FMA_TRANSPOSED not in others, others
 
 
+def test_16bit_skinny_products_on_16_byte_runs_run_transposed_on_split_k():
+    """Up to TRANSPOSED_SPLIT_K_MAX_M rows of 16-bit operands against a weight of at least
+    THIN_MIN_N columns in rows of whole 16-byte runs that are not ALIGN elements (fp16
+    4104), row-major or K-major: C^T = W A^T on the split-K kernel, as given; not past
+    those rows, for tf32, rows off 16-byte runs, a batch, or without the GPU."""
+    sms, most = 132, dispatch.TRANSPOSED_SPLIT_K_MAX_M
+
+    def plan(m, n, k, b_layout="row", precision="half", dtype=torch.float16, batch=1,
+             gpu=sms):
+        a, b = _ops(m, n, k, "row", b_layout, dtype)
+        return dispatch.plan(a.expand(batch, -1, -1), b.expand(batch, -1, -1), precision,
+                             gpu)
+
+    for m, n, k, layout in [(8, 4104, 4104, "row"), (1, 4104, 4104, "row"),
+                            (most, 4104, 4104, "row"), (8, 4104, 4104, "col"),
+                            (8, 8200, dispatch.SPLITK_MIN_K + 8, "row"), (8, 8192, 8184, "col")]:
+        assert plan(m, n, k, layout) == dispatch.TRANSPOSED_SPLIT_K, (m, n, k, layout)
+    assert plan(8, 4104, 4104, dtype=torch.bfloat16) == dispatch.TRANSPOSED_SPLIT_K
+    others = [plan(most + 1, 4104, 4104), plan(8, 4104, 4104, "row", "tf32", torch.float32),
+              plan(8, 4100, 4100), plan(8, 4097, 4097), plan(8, 4104, 4104, batch=2),
+              plan(8, 4104, 4104, gpu=None), plan(8, 4096, 4096)]
+    assert dispatch.TRANSPOSED_SPLIT_K not in others, others
+
+
 def _run_as_planned(a, b, precision, plan):
     """(1, M, K) a @ (1, K, N) b on plan: on the GPU, first that the dispatcher plans it so;
     then run (forced, so the interpreter takes it too) with the addmm epilogue and an
@@ -961,6 +990,32 @@ SKINNY_PLANNED = [(torch.float16, "half", 16, dispatch.TRANSPOSED),
                   (torch.float32, "ieee", dispatch.GEMV_MAX_M["ieee"] + 1,
                    dispatch.FMA_TRANSPOSED),
                   (torch.float32, "ieee", dispatch.FMA_TRANSPOSED_MAX_M, dispatch.FMA_TRANSPOSED)]
+
+
+TRANSPOSED_SPLIT_K_PLANNED = [(dtype, m, layout)
+                              for dtype in (torch.float16, torch.bfloat16)
+                              for m in (1, dispatch.TRANSPOSED_SPLIT_K_MAX_M)
+                              for layout in ("row", "col")]
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,m,b_layout", TRANSPOSED_SPLIT_K_PLANNED,
+                         ids=[f"{str(dt)[6:]}-{m}-{lay}"
+                              for dt, m, lay in TRANSPOSED_SPLIT_K_PLANNED])
+def test_16bit_skinny_product_transposed_on_split_k_as_planned(dtype, m, b_layout):
+    """A 16-bit skinny product against a weight in rows of 16-byte runs off ALIGN (4104
+    columns on the GPU; forced in the interpreter, on a small shape), row-major or K-major,
+    as the dispatcher plans it, with the addmm epilogue and an activation: right answer in
+    every element of a poisoned output, on the split-K kernel (C^T = W A^T)."""
+    n, k = (4104, 4104) if DEVICE == "cuda" else (40, 56)
+    a = randn(1, m, k, dtype=dtype)
+    b = (randn(1, k, n, dtype=dtype) if b_layout == "row"
+         else randn(1, n, k, dtype=dtype).transpose(1, 2))
+    _run_as_planned(a, b, "half", dispatch.TRANSPOSED_SPLIT_K)
+    if DEVICE == "cuda":  # tuned or not: the split-K kernel ran
+        untuned = configs.splitk_default_config("half", n, m, k)
+        ran = (*configs.splitk_tiles("half"), (configs.config_name(untuned, "half"),))
+        assert last_config() in {t[0] for t in ran}
 
 
 @requires_kernels

@@ -259,6 +259,17 @@ _SPLITK_HALF_TILES = (
     ("k_128x128x64_s16", 128, 128, 64, 16, 8, 4),
     ("k_128x128x64_s32", 128, 128, 64, 32, 8, 4),
     ("k_32x64x128_s128", 32, 64, 128, 128, 4, 3),
+    # Skinny products run transposed on split-K (dispatch.TRANSPOSED_SPLIT_K): the weight's
+    # N rows as BM, the product's few rows as BN 16, shallow K steps in many stages (cuBLAS's
+    # kernel there reads a 128x8 tile 64 deep in 12 stages). perf/tile_probe.py --transposed
+    # --graph --rounds 3, H200, fp16, us (the tuned 16x128x128 s4 as given; cuBLAS),
+    # thirty-ninth session: 8x4104x4104 nn 128x16x32 w4 s10 16.9 (18.0; 17.7), 128x16x64 w8
+    # s6 17.0, w4 s4 / s5 / s6 / s8 17.4 / 17.2 / 17.3 / 17.6, s8 in 8 slices 18.8, 64x16
+    # 18.4-18.6, 256x16x64 w8 18.1, 128x32x64 19.1; bf16 128x16x32 16.7 (17.9; 17.0); nt
+    # 128x16x64 w8 17.0, 128x16x32 18.5 (18.0; 17.4); 16x4104x4104 nn 128x16x32 17.0 (17.4;
+    # 16.9).
+    ("k_128x16x32_s4", 128, 16, 32, 4, 4, 10),
+    ("k_128x16x64_s4_w8", 128, 16, 64, 4, 8, 6),
 )
 _SPLITK_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st)
                            for name, bm, bn, bk, split, w, st in _SPLITK_HALF_TILES)
