@@ -69,7 +69,6 @@ LOADER_REGS = 24
 # (193.6). Four CTAs run at 1979 MHz and 620 W: fewer clusters of four fit at once than
 # the grid asks for.
 CLUSTER_CTAS = 2
-CLUSTER_IDLE = True
 CLUSTER_MIN_MNK = 2 ** 38
 MAX_REGISTERS = 65536 // (32 * (WARPS + 4)) // 8 * 8
 
@@ -209,15 +208,6 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
             step += 1
     if CTAS > 1:
         _cluster_sync(THREADS)
-
-
-@gluon.jit
-def _cluster_idle(P, IDLE_WARPS: gl.constexpr):
-    """The warps that only fill the TMA partition's warpgroup in a cluster: they take part
-    in the two cluster barriers (which count every thread of the CTA) and nothing else, so
-    that one warp runs the TMA loop and each copy is issued whole (_loader)."""
-    _cluster_sync(32 * IDLE_WARPS)
-    _cluster_sync(32 * IDLE_WARPS)
 
 
 @gluon.jit
@@ -362,7 +352,6 @@ def _register_fed_kernel(
     BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
     GROUP_M: gl.constexpr, OUT_T: gl.constexpr, LOADER_REGS: gl.constexpr,
     CTAS: gl.constexpr = 1, LOADER_WARPS: gl.constexpr = 1, X_SMEM: gl.constexpr = False,
-    IDLE_WARPS: gl.constexpr = 0,
 ):
     """acc = X^T Y^T in tf32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
     boxes; with X_SMEM (P, K) K-contiguous, [BP, BK] boxes, acc = X Y^T) and Y (Q, K)
@@ -385,22 +374,12 @@ def _register_fed_kernel(
         # Without clusters one arrival (both warpgroups behind a CTA barrier); in a
         # cluster one per warpgroup of every CTA (_release).
         mbarrier.init(empty.index(s), count=1 if CTAS == 1 else gl.num_warps() // 4 * CTAS)
-    if IDLE_WARPS > 0:
-        gl.warp_specialize([
-            (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
-                    BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
-            (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
-                       BP, BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
-            (_cluster_idle, (P, 2)),
-            (_cluster_idle, (P, 1)),
-        ], [LOADER_WARPS, 2, 1], [LOADER_REGS, LOADER_REGS, LOADER_REGS])
-    else:
-        gl.warp_specialize([
-            (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
-                    BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
-            (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
-                       BP, BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
-        ], [LOADER_WARPS], [LOADER_REGS])
+    gl.warp_specialize([
+        (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
+                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
+        (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
+                   BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
+    ], [LOADER_WARPS], [LOADER_REGS])
 
 
 def _operands(a: torch.Tensor, b: torch.Tensor):
@@ -517,8 +496,14 @@ def _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas):
                   # can one of the four run the loop alone: Gluon splits each TMA copy over
                   # the partition's warps (a quarter of X's box each) between 128-thread
                   # named barriers (PTX, sm_90a), so that hangs (thirty-eighth session).
-                  "LOADER_WARPS": 4 if ctas > 1 and not CLUSTER_IDLE else 1,
-                  "IDLE_WARPS": 3 if ctas > 1 and CLUSTER_IDLE else 0, "X_SMEM": x_smem,
+                  # A one-warp TMA partition beside idle partitions of two and one warps
+                  # that join only the cluster syncs ran (each X box then four copies from
+                  # one thread, as without clusters: TMA's 128-byte swizzle spans 32 fp32)
+                  # and gained nothing (thirty-ninth session, not kept; wave_probe.py
+                  # --kernels --sustain 2, H200, TFLOPS one warp vs four): 8192^3 nn 341.2
+                  # vs 341.8, 4096^3 nn 337.5 vs 336.7, 8192^3 tt 341.8 vs 339.9 (cuBLAS
+                  # 347.4, 342.5, 349.4, at 50-160 MHz higher clocks at the same ~692 W).
+                  "LOADER_WARPS": 4 if ctas > 1 else 1, "X_SMEM": x_smem,
                   "num_warps": WARPS, "maxnreg": MAX_REGISTERS}
     # A launch per cluster, each group of ctas tiles along P one tile of the wave rule.
     grid = programs(ctas * BP, BQ, p, q, sms // ctas, half_tail=False)
