@@ -127,7 +127,15 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
         out.append(("persistent", (f"{bm}x{bn}x{bk // word} w{w} s{st}"
                                    f"{' sub' if sub else ''}{' ws' if ws else ''}"), fn))
     if transposed is not None:
-        return out + _splitk_candidates(splitk or SPLITK, word, prec, transposed)
+        # C^T = W A^T on (W, A^T) as given: the split-K tiles, then the plain ones.
+        out += _splitk_candidates(splitk or SPLITK, word, prec, transposed)
+        for bm, bn, bk, w, st in plain or ():
+            cfg = configs._config(("", bm, bn, bk, w, st))
+            out.append(("plain", f"C^T {bm}x{bn}x{bk} w{w} s{st}",
+                        lambda a, b, c, cfg=cfg, w_=transposed[0], at=transposed[1]:
+                        plain_kernel.matmul_3d(w_[None], at[None], c.t()[None],
+                                               precision=prec, config=cfg)[0].t()))
+        return out
     if halves:
         # Split-K tiles given run tf32x3 split in the K loop on the operands as given
         # (the library's split-K path), BK halved as for tf32.

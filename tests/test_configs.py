@@ -45,16 +45,23 @@ def test_select_clamps_tiles_to_the_problem_and_keeps_one():
 
 def test_thin_tiles_are_tuned_only_for_thin_outputs(monkeypatch):
     """plain_prune keeps the thin tiles for outputs of at most THIN_N columns and drops them
-    for wider ones, where only the other tiles are tuned."""
+    for wider ones, where only the other tiles are tuned; the 16-byte-run tiles among them
+    only for an M-major A under the VEC hint."""
     monkeypatch.setattr(configs, "_shared_memory_limit", lambda index: H100_SMEM)
     operand = torch.empty(1, dtype=torch.float16)
     cfgs = configs.configs("half")
 
-    def kept(m, n, k):
+    def kept(m, n, k, **meta):
         args = {"a_ptr": operand, "M": m, "N": n, "K": k}
-        return {configs.config_name(c, "half") for c in configs.plain_prune(cfgs, args)}
+        return {configs.config_name(c, "half")
+                for c in configs.plain_prune(cfgs, args, **meta)}
     thin = {t[0] for t in configs._THIN_TILES["half"]}
-    assert thin <= kept(8192, configs.THIN_N, 8192)
+    runs = {t[0] for t in configs._THIN_RUNS_TILES}
+    assert runs and runs <= thin
+    assert thin <= kept(8192, configs.THIN_N, 8192, VEC=8, A_M_MAJOR=True)
+    assert thin - runs == kept(8192, configs.THIN_N, 8192) & thin
+    assert thin - runs == kept(8192, configs.THIN_N, 8192, VEC=0, A_M_MAJOR=True) & thin
+    assert thin - runs == kept(8192, configs.THIN_N, 8192, VEC=8, A_M_MAJOR=False) & thin
     assert not thin & kept(8192, configs.THIN_N + 1, 8192)
     assert kept(8192, configs.THIN_N + 1, 8192)
 

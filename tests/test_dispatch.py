@@ -415,8 +415,8 @@ def test_skinny_split_k_plans_run_operands_as_given():
     """Skinny products on the split-K kernel run every operand as given, to 64 rows (past
     dispatch.PAD_MIN_MN): rows of whole 16-byte runs (4104 fp16, 4100 fp32) under the
     kernel's vector hints, rows off 16 bytes (4097, or 4100 fp16) on its narrow tiles. Its
-    other products pad those at any size. (16-bit ones of few rows on 16-byte runs run
-    transposed on it, as given too.)"""
+    other products pad those at any size. (16-bit ones of few rows against a row-major
+    weight in 16-byte runs run transposed on the plain kernel, as given too.)"""
     sms = 132
     for dtype, precision, size in ((torch.float16, "half", 4104),
                                    (torch.float32, "tf32", 4100),
@@ -428,10 +428,12 @@ def test_skinny_split_k_plans_run_operands_as_given():
             for layout in ("row", "col"):
                 ops = _ops(m, size, size, "row", layout, dtype)
                 p = dispatch.plan(*ops, precision, sms)
-                transposed = (precision == "half" and size == 4104
-                              and m <= dispatch.TRANSPOSED_SPLIT_K_MAX_M)
-                assert p == dispatch.Plan(False, False, False, split_k=True,
-                                          transposed=transposed), (dtype, size, m, layout, p)
+                if precision == "half" and size == 4104 and layout == "row" and \
+                        m <= dispatch.TRANSPOSED_RUNS_MAX_M:
+                    assert p == dispatch.TRANSPOSED, (dtype, size, m, layout, p)
+                else:
+                    assert p == dispatch.Plan(False, False, False, split_k=True), \
+                        (dtype, size, m, layout, p)
     p = dispatch.plan(*_ops(128, 32, 4097, "row", "row", torch.float16), "half", sms)
     assert p.split_k and not p.pad, p  # 128 x 32 outputs: SPLITK_AS_GIVEN_MAX_MN
 
@@ -906,7 +908,7 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
              plan(ieee_rows, 8192, 8192, "ieee", b_layout="row", dtype=torch.float32),
              plan(ieee_rows, dispatch.THIN_MIN_N - 16, 8192, "ieee", dtype=torch.float32)]
     assert all(p.split_k and not p.transposed and not p.gemv for p in split), split
-    # K no multiple of ALIGN, 16 rows: split-K as given (TRANSPOSED_SPLIT_K_MAX_M).
+    # K no multiple of ALIGN against a K-major weight: split-K as given.
     assert plan(16, 8192, 8184).split_k and not plan(16, 8192, 8184).transposed
     assert not plan(dispatch.SKINNY_M + 1, 8192, 8192).transposed
     assert not plan(16, 8192, dispatch.SPLITK_MIN_K - 1).transposed
@@ -943,12 +945,12 @@ def test_fp32_fma_products_against_a_k_major_weight_run_transposed_on_split_k():
     assert dispatch.FMA_TRANSPOSED not in others, others
 
 
-def test_16bit_skinny_products_on_16_byte_runs_run_transposed_on_split_k():
-    """Up to TRANSPOSED_SPLIT_K_MAX_M rows of 16-bit operands against a weight of at least
-    THIN_MIN_N columns in rows of whole 16-byte runs that are not ALIGN elements (fp16
-    4104), row-major or K-major: C^T = W A^T on the split-K kernel, as given; not past
-    those rows, for tf32, rows off 16-byte runs, a batch, or without the GPU."""
-    sms, most = 132, dispatch.TRANSPOSED_SPLIT_K_MAX_M
+def test_16bit_skinny_products_against_a_row_major_weight_in_16_byte_runs_run_transposed():
+    """Up to TRANSPOSED_RUNS_MAX_M rows of 16-bit operands against a row-major weight of at
+    least THIN_MIN_N columns in rows of whole 16-byte runs that are not ALIGN elements
+    (fp16 4104): C^T = W A^T on the plain kernel, as given; not past those rows, for a
+    K-major weight, tf32, rows off 16-byte runs, a batch, or without the GPU."""
+    sms, most = 132, dispatch.TRANSPOSED_RUNS_MAX_M
 
     def plan(m, n, k, b_layout="row", precision="half", dtype=torch.float16, batch=1,
              gpu=sms):
@@ -956,15 +958,14 @@ def test_16bit_skinny_products_on_16_byte_runs_run_transposed_on_split_k():
         return dispatch.plan(a.expand(batch, -1, -1), b.expand(batch, -1, -1), precision,
                              gpu)
 
-    for m, n, k, layout in [(8, 4104, 4104, "row"), (1, 4104, 4104, "row"),
-                            (most, 4104, 4104, "row"), (8, 4104, 4104, "col"),
-                            (8, 8200, dispatch.SPLITK_MIN_K + 8, "row"), (8, 8192, 8184, "col")]:
-        assert plan(m, n, k, layout) == dispatch.TRANSPOSED_SPLIT_K, (m, n, k, layout)
-    assert plan(8, 4104, 4104, dtype=torch.bfloat16) == dispatch.TRANSPOSED_SPLIT_K
-    others = [plan(most + 1, 4104, 4104), plan(8, 4104, 4104, "row", "tf32", torch.float32),
-              plan(8, 4100, 4100), plan(8, 4097, 4097), plan(8, 4104, 4104, batch=2),
-              plan(8, 4104, 4104, gpu=None), plan(8, 4096, 4096)]
-    assert dispatch.TRANSPOSED_SPLIT_K not in others, others
+    for m, n, k in [(8, 4104, 4104), (1, 4104, 4104), (most, 4104, 4104),
+                    (8, 8200, dispatch.SPLITK_MIN_K + 8)]:
+        assert plan(m, n, k) == dispatch.TRANSPOSED, (m, n, k)
+    assert plan(8, 4104, 4104, dtype=torch.bfloat16) == dispatch.TRANSPOSED
+    others = [plan(most + 1, 4104, 4104), plan(8, 4104, 4104, "col"),
+              plan(8, 4104, 4104, "row", "tf32", torch.float32), plan(8, 4100, 4100),
+              plan(8, 4097, 4097), plan(8, 4104, 4104, batch=2), plan(8, 4104, 4104, gpu=None)]
+    assert all(not p.transposed for p in others), others
 
 
 def _run_as_planned(a, b, precision, plan):
@@ -992,30 +993,24 @@ SKINNY_PLANNED = [(torch.float16, "half", 16, dispatch.TRANSPOSED),
                   (torch.float32, "ieee", dispatch.FMA_TRANSPOSED_MAX_M, dispatch.FMA_TRANSPOSED)]
 
 
-TRANSPOSED_SPLIT_K_PLANNED = [(dtype, m, layout)
-                              for dtype in (torch.float16, torch.bfloat16)
-                              for m in (1, dispatch.TRANSPOSED_SPLIT_K_MAX_M)
-                              for layout in ("row", "col")]
+TRANSPOSED_RUNS_PLANNED = [(dtype, m) for dtype in (torch.float16, torch.bfloat16)
+                           for m in (1, dispatch.TRANSPOSED_RUNS_MAX_M)]
 
 
 @requires_kernels
-@pytest.mark.parametrize("dtype,m,b_layout", TRANSPOSED_SPLIT_K_PLANNED,
-                         ids=[f"{str(dt)[6:]}-{m}-{lay}"
-                              for dt, m, lay in TRANSPOSED_SPLIT_K_PLANNED])
-def test_16bit_skinny_product_transposed_on_split_k_as_planned(dtype, m, b_layout):
-    """A 16-bit skinny product against a weight in rows of 16-byte runs off ALIGN (4104
-    columns on the GPU; forced in the interpreter, on a small shape), row-major or K-major,
-    as the dispatcher plans it, with the addmm epilogue and an activation: right answer in
-    every element of a poisoned output, on the split-K kernel (C^T = W A^T)."""
+@pytest.mark.parametrize("dtype,m", TRANSPOSED_RUNS_PLANNED,
+                         ids=[f"{str(dt)[6:]}-{m}" for dt, m in TRANSPOSED_RUNS_PLANNED])
+def test_16bit_skinny_product_against_a_weight_in_16_byte_runs_as_planned(dtype, m):
+    """A 16-bit skinny product against a row-major weight in rows of 16-byte runs off ALIGN
+    (4104 columns on the GPU; forced in the interpreter, on a small shape), as the
+    dispatcher plans it, with the addmm epilogue and an activation: right answer in every
+    element of a poisoned output, computed transposed on the plain kernel's thin tiles."""
     n, k = (4104, 4104) if DEVICE == "cuda" else (40, 56)
     a = randn(1, m, k, dtype=dtype)
-    b = (randn(1, k, n, dtype=dtype) if b_layout == "row"
-         else randn(1, n, k, dtype=dtype).transpose(1, 2))
-    _run_as_planned(a, b, "half", dispatch.TRANSPOSED_SPLIT_K)
-    if DEVICE == "cuda":  # tuned or not: the split-K kernel ran
-        untuned = configs.splitk_default_config("half", n, m, k)
-        ran = (*configs.splitk_tiles("half"), (configs.config_name(untuned, "half"),))
-        assert last_config() in {t[0] for t in ran}
+    b = randn(1, k, n, dtype=dtype)
+    _run_as_planned(a, b, "half", dispatch.TRANSPOSED)
+    if DEVICE == "cuda":  # tuned or not: a thin tile ran
+        assert last_config() in {t[0] for t in configs._THIN_TILES["half"]}
 
 
 @requires_kernels

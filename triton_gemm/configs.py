@@ -96,8 +96,19 @@ _THIN_HALF_TILES = (
     ("h_64x32x128", 64, 32, 128, 4, 6),
     ("h_64x64x128", 64, 64, 128, 4, 4),
 )
+# A row-major weight in 16-byte runs off ALIGN (fp16 4104; dispatch.TRANSPOSED_RUNS_MAX_M)
+# becomes an M-major A of 128-byte rows per K step here: shallow K steps in many stages, in
+# as few programs as 64-row tiles make (cuBLAS's kernel there, one launch too, is
+# nvjet_sm90_hsh_64x8_64x16: 64 x 8 tiles, 64 deep, 16 stages). perf/tile_probe.py
+# --transposed --graph --rounds 3, H100, fp16 nn, us (cuBLAS), thirty-ninth session:
+# 8x4104x4104 64x16x32 s16 18.1-18.2, s12 18.5, s20 18.6, s24 19.1, 64x16x64 s8 / s12 / s16
+# 20.2 / 21.3 / 21.7, 64x16x128 s8 21.5, 64x16x16 s24 24.6, 32x16x32 s16 20.4, 128x16x32
+# s16 25.9, 8 warps 26.9, 2 warps (mma.sync) 24.4 (18.0); 16x4104x4104 18.7 (20.6); 8x8200x8200
+# 52.7, s12 52.2 (55.0). Against a K-major weight (nt) it gained nothing: 8x4104x4104 20.3
+# (18.5), 16x8192x8184 60.3 against 59.3 on split-K as given (51.8).
+_THIN_RUNS_TILES = (("h_64x16x32_s16", 64, 16, 32, 4, 16),)
 _THIN_TILES = {
-    "half": _THIN_HALF_TILES,
+    "half": _THIN_HALF_TILES + _THIN_RUNS_TILES,
     "tf32": tuple((f"t_{bm}x{bn}x{bk // 2}", bm, bn, bk // 2, w, st)
                   for _, bm, bn, bk, w, st in _THIN_HALF_TILES),
 }
@@ -259,17 +270,6 @@ _SPLITK_HALF_TILES = (
     ("k_128x128x64_s16", 128, 128, 64, 16, 8, 4),
     ("k_128x128x64_s32", 128, 128, 64, 32, 8, 4),
     ("k_32x64x128_s128", 32, 64, 128, 128, 4, 3),
-    # Skinny products run transposed on split-K (dispatch.TRANSPOSED_SPLIT_K): the weight's
-    # N rows as BM, the product's few rows as BN 16, shallow K steps in many stages (cuBLAS's
-    # kernel there reads a 128x8 tile 64 deep in 12 stages). perf/tile_probe.py --transposed
-    # --graph --rounds 3, H200, fp16, us (the tuned 16x128x128 s4 as given; cuBLAS),
-    # thirty-ninth session: 8x4104x4104 nn 128x16x32 w4 s10 16.9 (18.0; 17.7), 128x16x64 w8
-    # s6 17.0, w4 s4 / s5 / s6 / s8 17.4 / 17.2 / 17.3 / 17.6, s8 in 8 slices 18.8, 64x16
-    # 18.4-18.6, 256x16x64 w8 18.1, 128x32x64 19.1; bf16 128x16x32 16.7 (17.9; 17.0); nt
-    # 128x16x64 w8 17.0, 128x16x32 18.5 (18.0; 17.4); 16x4104x4104 nn 128x16x32 17.0 (17.4;
-    # 16.9).
-    ("k_128x16x32_s4", 128, 16, 32, 4, 4, 10),
-    ("k_128x16x64_s4_w8", 128, 16, 64, 4, 8, 6),
 )
 _SPLITK_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st)
                            for name, bm, bn, bk, split, w, st in _SPLITK_HALF_TILES)
@@ -788,9 +788,27 @@ def without_thin(configs_in, n: int) -> list:
     return [c for c in configs_in if _tile_shape(c) not in _THIN_SHAPES] or list(configs_in)
 
 
+# The tiles for M-major rows in 16-byte runs off ALIGN, tuned only there: on aligned
+# K-major weights the tuner took them and the report then read less (H200, fp16, against
+# cuBLAS: 16x8192x8192 nt 0.89x, where h_64x16x128 reads 1.00x).
+_THIN_RUNS_SHAPES = frozenset(t[1:] for t in _THIN_RUNS_TILES)
+
+
+def without_runs_tiles(configs_in, runs: bool) -> list:
+    """configs_in less _THIN_RUNS_TILES unless runs (all of them if nothing else is
+    left)."""
+    if runs:
+        return list(configs_in)
+    return ([c for c in configs_in if _tile_shape(c) not in _THIN_RUNS_SHAPES]
+            or list(configs_in))
+
+
 def plain_prune(configs_in, named_args, **kwargs):
-    """early_config_prune of the plain kernel: prune() of without_thin()."""
-    return prune(without_thin(configs_in, named_args["N"]), named_args, **kwargs)
+    """early_config_prune of the plain kernel: prune() of without_thin() and
+    without_runs_tiles() (runs: an M-major A under the kernel's VEC hint)."""
+    runs = bool(kwargs.get("VEC")) and bool(kwargs.get("A_M_MAJOR"))
+    return prune(without_runs_tiles(without_thin(configs_in, named_args["N"]), runs),
+                 named_args, **kwargs)
 
 
 def persistent_fits(config, family: str, has_d: bool, smem_limit: int,

@@ -266,18 +266,17 @@ GEMV_MAX_M = {"ieee": 8, "tf32x3": 2}
 # 349.2), so not past MID_M_MAX rows. 8 rows stay on the GEMV kernel: 8x8192x8192 243.5
 # against 139.1.
 FMA_TRANSPOSED_MAX_M = configs.MID_M_MAX
-# 16-bit skinny products of up to TRANSPOSED_SPLIT_K_MAX_M rows against such a weight whose
-# rows are whole 16-byte runs but not ALIGN elements (fp16 4104, which the thin tiles above
-# do not take) run transposed on the split-K kernel, C^T = W A^T on the operands as given
-# (TRANSPOSED_SPLIT_K): the weight's N rows fill 128-row wgmma tiles and the product's rows
-# a 16-column one, in place of 16-row tiles that pad 8 rows to 16 on mma.sync. Tiles and
-# figures: configs._SPLITK_HALF_TILES (k_128x16x32_s4). perf/tile_probe.py --transposed
-# --graph --rounds 3, H200, fp16 nn, us, best transposed tile against the tuned split-K as
-# given (cuBLAS): 8x4104x4104 16.9 vs 18.0 (17.7), nt 17.0 vs 18.0 (17.4); 8x8200x8200 nn
-# 42.0 vs 45.1 (44.5); 16x4104x4104 17.0 vs 17.4 (16.9), but 16x8192x8184 nt 47.2 vs 45.2
-# (45.0); 32 rows 128x32x64 w8 20.2 vs 19.1 (17.8); 64 rows 128x64x64 w8 24.2 vs 22.0
-# (17.9): so not past 8 rows.
-TRANSPOSED_SPLIT_K_MAX_M = 8
+# 16-bit skinny products of up to TRANSPOSED_RUNS_MAX_M rows against a row-major weight of
+# at least THIN_MIN_N columns whose rows are whole 16-byte runs but not ALIGN elements (fp16
+# 4104) run transposed too, the plain kernel loading the M-major weight 16 bytes wide under
+# its vector hints, on a thin tile of shallow K steps in many stages
+# (configs._THIN_RUNS_TILES, which has the figures; cuBLAS runs one such kernel there). H100,
+# fp16 nn, CUDA-graph time after an L2 flush, us, transposed (64x16x32 s16) against split-K
+# as given (cuBLAS): 8x4104x4104 18.1 vs 20.4 (18.0); 16 rows 18.7 vs 21.0 (20.6); 32 rows
+# 23.6-25.4 vs 21.9 (18.0): not past 16. Transposed on the split-K kernel instead (C^T = W
+# A^T, 128x16x32 in 4 slices, 10 stages): 19.1-19.5 at 8 rows, 20.5 at 16 (a probe, not
+# kept). K-major weights in such rows keep split-K (configs._THIN_RUNS_TILES).
+TRANSPOSED_RUNS_MAX_M = 16
 
 
 class Plan(NamedTuple):
@@ -312,7 +311,6 @@ SPLIT_TF32 = Plan(False, True, True, persistent=True, split_tf32=True)
 TRANSPOSED = Plan(False, False, False, transposed=True)
 GEMV = Plan(False, False, False, gemv=True)
 FMA_TRANSPOSED = Plan(False, False, False, split_k=True, transposed=True, b_n_major=True)
-TRANSPOSED_SPLIT_K = Plan(False, False, False, split_k=True, transposed=True)
 
 
 def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
@@ -370,9 +368,9 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         return FMA_TRANSPOSED
     if thin_weight and m <= SKINNY_M and precision in ("half", "tf32") and a_ok and b_ok:
         return TRANSPOSED
-    if (thin_weight and m <= TRANSPOSED_SPLIT_K_MAX_M and precision == "half" and a_runs
-            and b_runs):
-        return TRANSPOSED_SPLIT_K
+    if (thin_weight and m <= TRANSPOSED_RUNS_MAX_M and precision == "half" and sb[2] == 1
+            and a_runs and b_runs):
+        return TRANSPOSED
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
