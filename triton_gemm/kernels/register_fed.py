@@ -53,6 +53,12 @@ from .persistent import _tma_ok, programs, tile_origin
 # session): BK 16 in 8 stages 3110.2 / 382.5 against BK 32 in 4 2994.2 / 364.9 at 8192^3 /
 # 4096^3 nn (cuBLAS 2960.4 / 373.9); tried because at BK 32 ncu's stall sampling puts the
 # wgmma warps' wait for a slot's loads among their largest stalls (8192^3 nn).
+# X's ring keeps TMA's 128-byte swizzle, under which each fragment load (lanes 4 K rows x 8
+# P columns apart) hits 16 banks, two lanes each. 32-byte swizzling puts them on 32 banks
+# but cuts each X tile into 16 TMA boxes of 1 KB (128-byte: 4 of 4 KB), and ran slower
+# (a probe, thirty-ninth session, H100, sustained TFLOPS, 128-byte against 32-byte; cuBLAS):
+# 8192^3 nn one CTA 344.3 vs 266.5, clusters 353.1 vs 338.3 (356.3); 4096^3 nn 338.1 vs
+# 304.5, 340.4 vs 331.1 (344.8); 8192^3 tt 345.9 vs 266.6, 351.2 vs 338.2 (346.0).
 BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 4, 8, 8
 # The TMA partition (one warp, four with clusters) counts a warpgroup of registers: 24 a
 # thread hands the rest to the wgmma warps (240 each; they need ~215).
