@@ -82,6 +82,7 @@ from .kernels import gemv as _gemv
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import register_fed as _register_fed
+from .kernels import simt_tma as _simt_tma
 from .kernels import splitk as _splitk
 from .kernels.common import INTERPRETER, capability
 from .kernels.copy import TILE as COPY_TILE
@@ -170,6 +171,13 @@ REGISTER_FED = True
 #   break-even near 75 rows, so from FMA_STAGE_B_MIN_M (fewer rows and K >= 1024 run on
 #   split-K or GEMV, which read B as given).
 FMA_STAGE_A_MIN = 2048
+# fp32 FMA products with an M-major A (the copy above, or as given) and a row-major B, at
+# least SIMT_TMA_MIN rows and columns, single and without an epilogue, run on Hopper on
+# kernels/simt_tma.py (a TMA warp feeding FFMA warps; its docstring has the tile's figures):
+# perf/simt_gluon_probe.py, H100, on a staged A^T, TFLOPS against cuBLAS SGEMM 51.5 / 51.7
+# at 4096^3 / 8192^3: 50.8 / 52.8, where the plain kernel's SIMT tiles ran 47.6 / 48.9 with
+# the copy (thirty-ninth session).
+SIMT_TMA_MIN = 2048
 FMA_STAGE_B_MIN_M = 128
 # An unaligned B (rows not 16-byte multiples) is padded for the FMA dots only from
 # FMA_PAD_B_MIN_M rows; fewer rows read a row-major B as given, element by element (A still
@@ -901,6 +909,11 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
                               precision=precision, activation=activation,
                               lo=None if lo is None else (lo.a[0], lo.b[0, :, :n]),
                               trigger=trigger)
+        return
+    if (precision == "ieee" and lo is None and d is None and alpha == 1 and activation == 0
+            and a.shape[0] == 1 and min(out.shape[1], n) >= SIMT_TMA_MIN
+            and _simt_tma.supports(a[0], b[0], out[0])):
+        _simt_tma.matmul_2d(a[0], b[0], out[0])  # b's columns past n: computed, not stored
         return
     if lo is not None:
         # hi + lo == the operand exactly (a raw operand is the operand): plain tf32x3 on

@@ -1,0 +1,149 @@
+"""kernels/simt_tma.py: fp32 FMA products on Hopper, a TMA warp feeding FFMA warps. That
+the compiled kernel's loop is shared-memory loads and FFMA only (offline sm_90a compile, no
+GPU), which calls dispatch sends there, and the products themselves (GPU)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import gpu_only, randn
+import triton_gemm
+from triton_gemm import dispatch, last_config
+from triton_gemm.kernels import simt_tma
+from triton_gemm.tolerances import assert_close
+
+ROOT = Path(__file__).resolve().parent.parent
+ST_NAME = f"st_{simt_tma.BM}x{simt_tma.BN}x{simt_tma.BK}"
+
+_COMPILE = """
+import json, re, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, '.')
+from triton.experimental.gluon import language as gl
+from perf import sass_audit
+from triton_gemm.kernels import simt_tma as st
+layout = repr(gl.NVMMASharedLayout(0, 32, rank=2))
+signature = {"a_desc": f"tensordesc<fp32[{st.BK}, {st.BM}],{layout}>",
+             "b_desc": f"tensordesc<fp32[{st.BK}, {st.BN}],{layout}>",
+             "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32"}
+constexprs = {"BM": st.BM, "BN": st.BN, "BK": st.BK, "STAGES": st.STAGES,
+              "GROUP_M": st.GROUP_M, "LOADER_REGS": st.LOADER_REGS}
+kernel = sass_audit.compile_gluon(st._simt_tma_kernel, signature, constexprs,
+                                  {"num_warps": st.WARPS, "maxnreg": st.MAX_REGISTERS})
+with tempfile.TemporaryDirectory() as tmp:
+    sass = sass_audit.sass_text(kernel.asm["cubin"], Path(tmp))
+    report = sass_audit.ptxas_report(kernel.asm["ptx"], Path(tmp), "sm_90a", st.MAX_REGISTERS)
+ops = re.findall(r"^\\s*/\\*[0-9a-f]+\\*/\\s+(?:@!?U?P\\w+\\s+)?([A-Z][A-Z0-9.]*)", sass, re.M)
+print(json.dumps({"shared": kernel.metadata.shared, **report,
+                  "ffma": ops.count("FFMA"), "lds128": ops.count("LDS.128"),
+                  "lds_other": sum(op.startswith("LDS") and op != "LDS.128" for op in ops),
+                  "tma_loads": kernel.asm["ptx"].count("cp.async.bulk.tensor")}))
+"""
+
+
+def test_the_kernel_compiles_to_ffma_fed_by_16_byte_shared_loads():
+    """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off): one K
+    step is BM x BN x BK / threads FFMA and six 16-byte shared loads a K row (two runs of
+    A, four of B), no narrower shared load but the barrier's byte, two TMA loads a step,
+    no spills, and the ring fits the H100's shared memory."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", _COMPILE], cwd=ROOT, env=env, check=False,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    threads = 32 * simt_tma.WARPS
+    assert report["ffma"] == simt_tma.BM * simt_tma.BN * simt_tma.BK // threads, report
+    assert report["lds128"] == 6 * simt_tma.BK, report
+    assert report["lds_other"] <= 1, report
+    assert report["tma_loads"] == 2, report
+    assert report["spill_stores"] == 0 and report["spill_loads"] == 0, report
+    from perf import sass_audit
+    assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem, report
+
+
+def _ops(m, n, k, a_layout, b_layout):
+    a = torch.empty(1, m, k) if a_layout == "row" else torch.empty(1, k, m).transpose(1, 2)
+    b = torch.empty(1, k, n) if b_layout == "row" else torch.empty(1, n, k).transpose(1, 2)
+    return a, b
+
+
+def test_large_fp32_fma_plans_stage_what_the_kernel_reads():
+    """The plans whose staged operands the kernel takes (an M-major A, a row-major B) for
+    ieee products of at least SIMT_TMA_MIN rows and columns, every layout: A copied
+    M-major unless given so, a K-major B copied row-major."""
+    big = dispatch.SIMT_TMA_MIN
+    for a_layout, b_layout in (("row", "row"), ("col", "row"), ("row", "col"), ("col", "col")):
+        p = dispatch.plan(*_ops(big, big, 1024, a_layout, b_layout), "ieee", 132)
+        assert p.a_m_major == (a_layout == "row"), (a_layout, b_layout, p)
+        assert p.b_n_major == (b_layout == "col"), (a_layout, b_layout, p)
+        assert not (p.split_k or p.persistent or p.gemv), p
+
+
+def test_the_kernel_refuses_what_it_cannot_read():
+    """supports(): never CPU tensors (nor the interpreter); on a Hopper GPU fp32 only, A
+    M-major, B row-major, output rows of unit stride."""
+    a = torch.empty(256, 128).T  # (128, 256), M-major
+    b, out = torch.empty(256, 64), torch.empty(128, 64)
+    assert not simt_tma.supports(a, b, out)
+    if not (torch.cuda.is_available() and _hopper()):
+        return
+    a, b, out = a.cuda(), b.cuda(), out.cuda()
+    assert simt_tma.supports(a, b, out)
+    assert not simt_tma.supports(a.contiguous(), b, out)  # K-major A
+    assert not simt_tma.supports(a, b.T.contiguous().T, out)  # K-major B
+    assert not simt_tma.supports(a.half(), b.half(), out.half())
+    assert not simt_tma.supports(a, b, torch.empty(64, 128, device="cuda").T)
+
+
+def _hopper() -> bool:
+    a = torch.empty(256, 128, device="cuda").T
+    return simt_tma.supports(a, torch.empty(256, 64, device="cuda"),
+                             torch.empty(128, 64, device="cuda"))
+
+
+@gpu_only
+@pytest.mark.parametrize("m,n,k", [(256, 512, 64), (300, 520, 77), (1000, 1500, 1016),
+                                   (128, 256, 32), (129, 257, 33), (2048, 2048, 2048)])
+def test_simt_tma_kernel_computes_the_product(m, n, k):
+    """Edges of both tile sides (TMA reads zeros past them, the store is masked), K off the
+    32-deep step, one tile, one past it each way; NaN-poisoned output."""
+    if not _hopper():
+        pytest.skip("kernels/simt_tma.py needs Hopper (sm_90)")
+    a = randn(k, m).T  # M-major
+    b = randn(k, n)
+    out = torch.full((m, n), float("nan"), device=a.device)
+    assert simt_tma.supports(a, b, out)
+    simt_tma.matmul_2d(a, b, out)
+    assert last_config() == ST_NAME
+    assert_close(out, a.double() @ b.double(), torch.float32, "ieee", f"{m}x{n}x{k}",
+                 operands=(a, b))
+
+
+@gpu_only
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+def test_matmul_runs_large_ieee_products_on_the_simt_tma_kernel(layout):
+    """Through the public API, every operand layout (the plan's copies make A M-major and B
+    row-major): matmul takes the kernel; addmm (an epilogue) and a batch of two the plain
+    kernel."""
+    if not _hopper():
+        pytest.skip("kernels/simt_tma.py needs Hopper (sm_90)")
+    m, n, k = dispatch.SIMT_TMA_MIN, dispatch.SIMT_TMA_MIN + 8, 1000
+    a = randn(m, k) if layout[0] == "n" else randn(k, m).T
+    b = randn(k, n) if layout[1] == "n" else randn(n, k).T
+    out = triton_gemm.matmul(a, b, precision="ieee")
+    assert last_config() == ST_NAME
+    assert_close(out, a.double() @ b.double(), torch.float32, "ieee", layout, operands=(a, b))
+    bias = randn(n)
+    out = triton_gemm.addmm(bias, a, b, precision="ieee")
+    assert last_config() != ST_NAME
+    assert_close(out, bias.double() + a.double() @ b.double(), torch.float32, "ieee",
+                 f"{layout} addmm", operands=(a, b))
+    small = triton_gemm.matmul(a[:256], b[:, :256], precision="ieee")
+    assert last_config() != ST_NAME  # under SIMT_TMA_MIN
+    assert_close(small, a[:256].double() @ b[:, :256].double(), torch.float32, "ieee",
+                 f"{layout} small", operands=(a[:256], b[:, :256]))
