@@ -98,6 +98,9 @@ def test_the_kernel_refuses_what_it_cannot_read():
     assert not simt_tma.supports(a, b.T.contiguous().T, out)  # K-major B
     assert not simt_tma.supports(a.half(), b.half(), out.half())
     assert not simt_tma.supports(a, b, torch.empty(64, 128, device="cuda").T)
+    # A's rows (K of them, M apart) off 16 bytes: TMA cannot read them.
+    assert not simt_tma.supports(torch.empty(256, 129, device="cuda").T,
+                                 b, torch.empty(129, 64, device="cuda"))
 
 
 def _hopper() -> bool:
@@ -106,12 +109,23 @@ def _hopper() -> bool:
                              torch.empty(128, 64, device="cuda"))
 
 
+def test_the_kernel_is_taken_only_where_its_tiles_fill_the_waves():
+    """fills_waves at 132 SMs: 4096^3's 512 tiles of 128x256 fill 97% of four waves; 4097^3
+    (561 tiles, 85% of five) and 3000^3 (288, 73% of three) do not."""
+    assert simt_tma.fills_waves(4096, 4096, 132)
+    assert simt_tma.fills_waves(8192, 8192, 132)
+    assert not simt_tma.fills_waves(4097, 4097, 132)
+    assert not simt_tma.fills_waves(3000, 3000, 132)
+    assert not simt_tma.fills_waves(4104, 4104, 132)
+
+
 @gpu_only
 @pytest.mark.parametrize("m,n,k", [(256, 512, 64), (300, 520, 77), (1000, 1500, 1016),
-                                   (128, 256, 32), (129, 257, 33), (2048, 2048, 2048)])
+                                   (128, 256, 32), (132, 260, 33), (2048, 2048, 2048)])
 def test_simt_tma_kernel_computes_the_product(m, n, k):
     """Edges of both tile sides (TMA reads zeros past them, the store is masked), K off the
-    32-deep step, one tile, one past it each way; NaN-poisoned output."""
+    32-deep step, one tile, one row and column block past it (rows TMA can read: 16-byte
+    multiples); NaN-poisoned output."""
     if not _hopper():
         pytest.skip("kernels/simt_tma.py needs Hopper (sm_90)")
     a = randn(k, m).T  # M-major
@@ -128,11 +142,11 @@ def test_simt_tma_kernel_computes_the_product(m, n, k):
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
 def test_matmul_runs_large_ieee_products_on_the_simt_tma_kernel(layout):
     """Through the public API, every operand layout (the plan's copies make A M-major and B
-    row-major): matmul takes the kernel; addmm (an epilogue) and a batch of two the plain
-    kernel."""
+    row-major): matmul takes the kernel; addmm (an epilogue), a product under SIMT_TMA_MIN
+    and one whose tiles leave most of a wave empty the plain kernel."""
     if not _hopper():
         pytest.skip("kernels/simt_tma.py needs Hopper (sm_90)")
-    m, n, k = dispatch.SIMT_TMA_MIN, dispatch.SIMT_TMA_MIN + 8, 1000
+    m, n, k = dispatch.SIMT_TMA_MIN, dispatch.SIMT_TMA_MIN, 1000
     a = randn(m, k) if layout[0] == "n" else randn(k, m).T
     b = randn(k, n) if layout[1] == "n" else randn(n, k).T
     out = triton_gemm.matmul(a, b, precision="ieee")
@@ -143,6 +157,9 @@ def test_matmul_runs_large_ieee_products_on_the_simt_tma_kernel(layout):
     assert last_config() != ST_NAME
     assert_close(out, bias.double() + a.double() @ b.double(), torch.float32, "ieee",
                  f"{layout} addmm", operands=(a, b))
+    ragged = triton_gemm.matmul(a[:, :k - 8], b[:k - 8, :n - 4], precision="ieee")
+    assert_close(ragged, a[:, :k - 8].double() @ b[:k - 8, :n - 4].double(), torch.float32,
+                 "ieee", f"{layout} ragged", operands=(a[:, :k - 8], b[:k - 8, :n - 4]))
     small = triton_gemm.matmul(a[:256], b[:, :256], precision="ieee")
     assert last_config() != ST_NAME  # under SIMT_TMA_MIN
     assert_close(small, a[:256].double() @ b[:, :256].double(), torch.float32, "ieee",

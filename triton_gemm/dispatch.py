@@ -176,7 +176,9 @@ FMA_STAGE_A_MIN = 2048
 # kernels/simt_tma.py (a TMA warp feeding FFMA warps; its docstring has the tile's figures):
 # perf/simt_gluon_probe.py, H100, on a staged A^T, TFLOPS against cuBLAS SGEMM 51.5 / 51.7
 # at 4096^3 / 8192^3: 50.8 / 52.8, where the plain kernel's SIMT tiles ran 47.6 / 48.9 with
-# the copy (thirty-ninth session).
+# the copy (thirty-ninth session). Only where its tiles fill the waves
+# (simt_tma.WAVE_FILL) and C's rows are 16-byte runs: 4093x4091x4099 (padded copies, 512
+# tiles, rows of 4091) ran 3.18 ms there against 2.85 on the plain kernel (cuBLAS 2.91).
 SIMT_TMA_MIN = 2048
 FMA_STAGE_B_MIN_M = 128
 # An unaligned B (rows not 16-byte multiples) is padded for the FMA dots only from
@@ -912,7 +914,8 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
         return
     if (precision == "ieee" and lo is None and d is None and alpha == 1 and activation == 0
             and a.shape[0] == 1 and min(out.shape[1], n) >= SIMT_TMA_MIN
-            and _simt_tma.supports(a[0], b[0], out[0])):
+            and out.stride(1) % 4 == 0 and _simt_tma.supports(a[0], b[0], out[0])
+            and _simt_tma.fills_waves(out.shape[1], n, _persistent.gpu_sms(a.device)[0])):
         _simt_tma.matmul_2d(a[0], b[0], out[0])  # b's columns past n: computed, not stored
         return
     if lo is not None:
