@@ -11,6 +11,7 @@ Each tile is first checked against float64 on a NaN-poisoned output. GPU (Hopper
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ if str(ROOT) not in sys.path:
 
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
+from perf.tile_probe import interleaved  # noqa: E402
 from triton_gemm.kernels import simt_tma  # noqa: E402
 from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
 
@@ -54,13 +56,13 @@ def main() -> int:
         ref = a.double() @ b.double()
         out = torch.empty(size, size, device="cuda")
         torch.backends.cuda.matmul.allow_tf32 = False
-        fns = {"cublas": lambda: a @ b,
-               "library": lambda: triton_gemm.matmul(a, b, precision="ieee")}
+        fns = {"cublas": lambda a=a, b=b: a @ b,
+               "library": lambda a=a, b=b: triton_gemm.matmul(a, b, precision="ieee")}
         for spec in args.tiles:
             bm, bn, bk, st, *rest = (int(v) for v in spec.split(","))
             warps = rest[0] if rest else 8
 
-            def fn(bm=bm, bn=bn, bk=bk, st=st, warps=warps):
+            def fn(bm=bm, bn=bn, bk=bk, st=st, warps=warps, a_m=a_m, b=b, out=out):
                 return run_tile(a_m, b, out, bm, bn, bk, st, warps)
             out.fill_(float("nan"))
             try:
@@ -73,10 +75,8 @@ def main() -> int:
             print(f"{size} {spec}: rel error {err:.1e}", flush=True)
             if err <= tolerance(torch.float32, "ieee"):
                 fns[spec] = fn
-        times = {name: [] for name in fns}
-        for _ in range(args.rounds):
-            for name, fn in fns.items():
-                times[name].append(bench.gpu_median_ms(fn, rep_ms=60))
+        times = interleaved(fns, functools.partial(bench.gpu_median_ms, rep_ms=60),
+                            args.rounds)
         base = statistics.median(times["cublas"])
         flops = 2.0 * size ** 3
         for name, ts in times.items():
