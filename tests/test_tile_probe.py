@@ -62,3 +62,24 @@ def test_rounds_below_one_are_refused_by_name(capsys):
     with pytest.raises(SystemExit):
         tile_probe.main(["--case", "8,8,8", "--rounds", "0"])
     assert "--rounds must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_transposed_16_bit_candidates_run_c_transposed_on_the_operands_as_given():
+    """--transposed at fp16: the split-K and plain tiles given both run C^T = W A^T (BK as
+    given), labelled so."""
+    w, at = torch.zeros(40, 56, dtype=torch.float16), torch.zeros(56, 8, dtype=torch.float16)
+    labels = [(kind, label) for kind, label, _ in tile_probe.candidates(
+        "fp16", splitk=[TILE], plain=[(32, 16, 32, 4, 2)], transposed=(w, at))
+        if kind != "persistent"]
+    assert labels == [("splitk", "C^T 32x32x32 split4 w2 s1"), ("plain", "C^T 32x16x32 w4 s2")]
+
+
+@requires_kernels
+def test_transposed_16_bit_plain_candidate_computes_the_product():
+    a = randn(8, 56, dtype=torch.float16)
+    b = randn(56, 40, dtype=torch.float16)
+    (kind, label, fn), = [c for c in tile_probe.candidates(
+        "fp16", splitk=[], plain=[(32, 16, 32, 4, 2)], transposed=(b.t(), a.t()))
+        if c[0] == "plain"]
+    out = fn(a, b, torch.full((8, 40), float("nan"), dtype=torch.float16, device=DEVICE))
+    assert_close(out, a.double() @ b.double(), torch.float16, None, label)
