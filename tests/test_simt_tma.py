@@ -84,9 +84,10 @@ def test_large_fp32_fma_plans_stage_what_the_kernel_reads():
         assert not (p.split_k or p.persistent or p.gemv), p
 
 
-def test_the_kernel_refuses_what_it_cannot_read():
+def test_the_kernel_refuses_what_it_cannot_read(monkeypatch):
     """supports(): never CPU tensors (nor the interpreter); on a Hopper GPU fp32 only, A
-    M-major, B row-major, output rows of unit stride."""
+    M-major, B row-major, output rows of unit stride, rows TMA can read, and outputs whose
+    element offsets fit int32."""
     a = torch.empty(256, 128).T  # (128, 256), M-major
     b, out = torch.empty(256, 64), torch.empty(128, 64)
     assert not simt_tma.supports(a, b, out)
@@ -101,6 +102,9 @@ def test_the_kernel_refuses_what_it_cannot_read():
     # A's rows (K of them, M apart) off 16 bytes: TMA cannot read them.
     assert not simt_tma.supports(torch.empty(256, 129, device="cuda").T,
                                  b, torch.empty(129, 64, device="cuda"))
+    # An output whose storage reaches 2^31 elements: its offsets would pass int32.
+    monkeypatch.setattr(simt_tma, "needs_int64", lambda *tensors: True)
+    assert not simt_tma.supports(a, b, out)
 
 
 def _hopper() -> bool:

@@ -30,7 +30,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .common import INTERPRETER, hopper, record, run_kernel
+from .common import INTERPRETER, hopper, needs_int64, record, run_kernel
 from .persistent import _tma_ok
 
 # The tile (perf/simt_gluon_probe.py above): 8 compute warps of 8 x 16 outputs a thread,
@@ -139,10 +139,13 @@ def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
     """Whether fp32 a (M, K) stored M-major, b (K, N) row-major and a fp32 out (M, N) with
     unit column stride, a and b as TMA reads them (16-byte aligned base and row stride),
-    can run here: on a Hopper GPU, outside the interpreter."""
+    can run here: on a Hopper GPU, outside the interpreter, with out's element offsets
+    within int32 (the store computes them so; the plain kernel takes larger outputs)."""
     if INTERPRETER or not (a.dtype == b.dtype == out.dtype == torch.float32):
         return False
     if a.dim() != 2 or b.dim() != 2 or out.dim() != 2 or min(a.shape + b.shape) == 0:
+        return False
+    if needs_int64(out):
         return False
     return (a.stride(0) == 1 and b.stride(1) == 1 and out.stride(1) == 1
             and hopper(a.device) and _tma_ok(a.T, a.stride(1)) and _tma_ok(b, b.stride(0)))
