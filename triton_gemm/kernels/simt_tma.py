@@ -34,12 +34,12 @@ from .common import INTERPRETER, hopper, needs_int64, record, run_kernel
 from .persistent import _tma_ok
 
 # The tile (perf/simt_gluon_probe.py above): 8 compute warps of 8 x 16 outputs a thread,
-# 48 KB a slot.
+# 48 KB a slot. GROUP_M: configs.GROUP_M's grouped order (not re-measured here).
 BM, BN, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 3, 8, 8
 # One program a tile: a partial last wave costs a whole one. The report (H100, eager,
 # against cuBLAS SGEMM; this kernel's plan against the plain kernel's SIMT tiles before it;
 # share of the waves filled, 132 SMs): 4096^3 0.99x vs 0.92x (0.97), 6144^3 1.02x (0.97),
-# 8192^3 1.02x vs 0.95x (0.97), 4096^3 on padded strides 1.07x vs 0.97x (0.97); 4097^3 0.90x
+# 8192^3 1.02x vs 0.95x (0.97), 4096^3 on padded strides 1.06x vs 1.03x (0.97); 4097^3 0.90x
 # vs 1.04x (0.85), 4104^3 0.89x vs 0.96x (0.85), 3000^3 0.81x vs 1.06x (0.73); so from 0.9.
 WAVE_FILL = 0.9
 # The TMA warp's registers; the compute warps get the rest (240 a thread).
