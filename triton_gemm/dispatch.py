@@ -23,6 +23,8 @@ Two facts measured on the H100 (4096^3, tutorial-style Triton kernel) decide thi
   M-major A took row-major B from 0.84x to 0.93x (FMA_STAGE_A_MIN). An unaligned row-major
   B is read as given below FMA_PAD_B_MIN_M rows: element by element, but with the warp's
   lanes along N (the kernels' max_contiguous hint), which costs less than its copy there.
+  On Hopper the large ones then run on kernels/simt_tma.py, whose TMA warp feeds FFMA
+  warps (SIMT_TMA_MIN: 1.01-1.02x SGEMM at 4096^3 and 8192^3 with the copy).
 
 Each copy costs about 2 * bytes / 3 TB/s; the thresholds below keep copies to problems
 large enough to repay them. TMA needs only 16-byte rows, not 16 elements: on Hopper a single
@@ -59,7 +61,8 @@ K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle; there
 operands off 16-byte runs load narrower, on the kernel's narrow tiles (huge-K outputs up to
 SPLITK_AS_GIVEN_MAX_MN; larger ones pad them). Skinny products
-against a wide K-major weight (or an aligned row-major one, 16-bit and tf32) run
+against a wide K-major weight (or an aligned row-major one, 16-bit and tf32; or a 16-bit
+row-major one in 16-byte runs, TRANSPOSED_RUNS_MAX_M) run
 transposed instead (C^T = B^T A^T, TRANSPOSED): the plain kernel's thin tiles stream the
 weight in one launch; at fp32 FMA (ieee) up to 8
 rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K, and
