@@ -34,12 +34,10 @@ def run_tile(a, b, out, bm, bn, bk, stages, warps=8):
     saved = simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES, simt_tma.WARPS
     simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES, simt_tma.WARPS = \
         bm, bn, bk, stages, warps
-    simt_tma.MAX_REGISTERS = 65536 // (32 * (warps + 4)) // 8 * 8
     try:
         return simt_tma.matmul_2d(a, b, out)
     finally:
         simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES, simt_tma.WARPS = saved
-        simt_tma.MAX_REGISTERS = 65536 // (32 * (saved[4] + 4)) // 8 * 8
 
 
 def main() -> int:

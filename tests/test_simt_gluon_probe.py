@@ -15,20 +15,18 @@ from perf import simt_gluon_probe  # noqa: E402
 
 
 def test_a_probed_tile_leaves_the_kernels_constants_as_they_were(monkeypatch):
-    """run_tile sets BM, BN, BK, STAGES, WARPS (and the register cap) for its call, and
+    """run_tile sets BM, BN, BK, STAGES and WARPS for its call, and
     puts them back even when the call fails (here: nothing to launch on)."""
     seen = {}
 
     def launch(a, b, out):
         seen["tile"] = (simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES,
-                        simt_tma.WARPS, simt_tma.MAX_REGISTERS)
+                        simt_tma.WARPS)
         raise RuntimeError("no GPU here")
     monkeypatch.setattr(simt_tma, "matmul_2d", launch)
-    before = (simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES, simt_tma.WARPS,
-              simt_tma.MAX_REGISTERS)
+    before = (simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES, simt_tma.WARPS)
     with pytest.raises(RuntimeError, match="no GPU"):
         simt_gluon_probe.run_tile(torch.zeros(1), torch.zeros(1), torch.zeros(1),
                                   64, 128, 16, 5, 4)
-    assert seen["tile"] == (64, 128, 16, 5, 4, 65536 // (32 * 8) // 8 * 8)
-    assert (simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES, simt_tma.WARPS,
-            simt_tma.MAX_REGISTERS) == before
+    assert seen["tile"] == (64, 128, 16, 5, 4)
+    assert (simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES, simt_tma.WARPS) == before

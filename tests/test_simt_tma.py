@@ -34,10 +34,12 @@ signature = {"a_desc": f"tensordesc<fp32[{st.BK}, {st.BM}],{layout}>",
 constexprs = {"BM": st.BM, "BN": st.BN, "BK": st.BK, "STAGES": st.STAGES,
               "GROUP_M": st.GROUP_M, "LOADER_REGS": st.LOADER_REGS}
 kernel = sass_audit.compile_gluon(st._simt_tma_kernel, signature, constexprs,
-                                  {"num_warps": st.WARPS, "maxnreg": st.MAX_REGISTERS})
+                                  {"num_warps": st.WARPS,
+                                   "maxnreg": st.max_registers(st.WARPS)})
 with tempfile.TemporaryDirectory() as tmp:
     sass = sass_audit.sass_text(kernel.asm["cubin"], Path(tmp))
-    report = sass_audit.ptxas_report(kernel.asm["ptx"], Path(tmp), "sm_90a", st.MAX_REGISTERS)
+    report = sass_audit.ptxas_report(kernel.asm["ptx"], Path(tmp), "sm_90a",
+                                        st.max_registers(st.WARPS))
 ops = re.findall(r"^\\s*/\\*[0-9a-f]+\\*/\\s+(?:@!?U?P\\w+\\s+)?([A-Z][A-Z0-9.]*)", sass, re.M)
 print(json.dumps({"shared": kernel.metadata.shared, **report,
                   "ffma": ops.count("FFMA"), "lds128": ops.count("LDS.128"),

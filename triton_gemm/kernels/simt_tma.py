@@ -31,10 +31,11 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .common import INTERPRETER, hopper, needs_int64, record, run_kernel
-from .persistent import _tma_ok
+from .persistent import _tma_ok, tile_origin
 
 # The tile (perf/simt_gluon_probe.py above): 8 compute warps of 8 x 16 outputs a thread,
-# 48 KB a slot. GROUP_M: configs.GROUP_M's grouped order (not re-measured here).
+# 48 KB a slot. GROUP_M: tiles in persistent.tile_origin's grouped order, groups of 8 tile
+# rows as configs.GROUP_M (not re-measured here; the measured shapes' groups are all 8).
 BM, BN, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 3, 8, 8
 # One program a tile: a partial last wave costs a whole one. The report (H100, eager,
 # against cuBLAS SGEMM; this kernel's plan against the plain kernel's SIMT tiles before it;
@@ -44,20 +45,8 @@ BM, BN, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 3, 8, 8
 WAVE_FILL = 0.9
 # The TMA warp's registers; the compute warps get the rest (240 a thread).
 LOADER_REGS = 24
-MAX_REGISTERS = 65536 // (32 * (WARPS + 4)) // 8 * 8
 # A slot read back as rows (see the module docstring).
 ROWS = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
-
-
-@gluon.jit
-def _origin(M, N, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
-    """(off_m, off_n) of this program's tile, programs in groups of GROUP_M tile rows."""
-    pid = gl.program_id(0)
-    num_m = gl.cdiv(M, BM)
-    per_group = GROUP_M * gl.cdiv(N, BN)
-    first_m = (pid // per_group) * GROUP_M
-    rows = gl.minimum(num_m - first_m, GROUP_M)
-    return (first_m + (pid % per_group) % rows) * BM, ((pid % per_group) // rows) * BN
 
 
 @gluon.jit
@@ -66,7 +55,8 @@ def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, c_ptr, stride
     """The TMA warp: each K step's A^T and B tiles into the ring once the compute warps
     have handed the slot back; past K, TMA fills zeros."""
     STAGES: gl.constexpr = a_ring.type.shape[0]
-    off_m, off_n = _origin(M, N, BM, BN, GROUP_M)
+    off_m, off_n = tile_origin(gl.program_id(0), gl.cdiv(M, BM), gl.cdiv(N, BN), BM, BN,
+                               GROUP_M)
     nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
     for i in range(gl.cdiv(K, BK)):
         slot = i % STAGES
@@ -89,7 +79,8 @@ def _compute(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, c_ptr, strid
     # repeats over the tile, so a thread holds (BM / 64) x (BN / (8 NW)) runs; a K row's
     # A runs are 8 distinct 16-byte loads a warp, its B runs 4.
     acc_layout: gl.constexpr = gl.BlockedLayout([4, 4], [8, 4], [2, NW // 2], [1, 0])
-    off_m, off_n = _origin(M, N, BM, BN, GROUP_M)
+    off_m, off_n = tile_origin(gl.program_id(0), gl.cdiv(M, BM), gl.cdiv(N, BN), BM, BN,
+                               GROUP_M)
     acc = gl.zeros([BM, BN], gl.float32, acc_layout)
     for i in range(gl.cdiv(K, BK)):
         slot = i % STAGES
@@ -158,13 +149,20 @@ def fills_waves(m: int, n: int, sms: int) -> bool:
     return tiles >= WAVE_FILL * triton.cdiv(tiles, sms) * sms
 
 
+def max_registers(warps: int) -> int:
+    """The compile's register cap for `warps` compute warps and the TMA warpgroup: an SM's
+    registers over all of them, a multiple of 8 (setmaxnreg moves them at run time)."""
+    return 65536 // (32 * (warps + 4)) // 8 * 8
+
+
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """out = a @ b in fp32 FMA for operands supports() accepts (b may hold columns past
     out's, which are computed and not stored). Returns out."""
     m, n, k = out.shape[0], out.shape[1], a.shape[1]
     args = (_descriptor(a.T, [BK, BM]), _descriptor(b, [BK, BN]), out, m, n, k, out.stride(0))
     constexprs = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
-                  "LOADER_REGS": LOADER_REGS, "num_warps": WARPS, "maxnreg": MAX_REGISTERS}
+                  "LOADER_REGS": LOADER_REGS, "num_warps": WARPS,
+                  "maxnreg": max_registers(WARPS)}
     run_kernel(_simt_tma_kernel, (triton.cdiv(m, BM) * triton.cdiv(n, BN),), args, constexprs)
     record(triton.Config({"SIMT_TMA": True, "BM": BM, "BN": BN, "BK": BK},
                          num_warps=WARPS, num_stages=STAGES), "simt")
