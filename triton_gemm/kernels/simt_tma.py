@@ -18,6 +18,15 @@ s6 50.5 / 50.8; 128x256x8 s4 47.5 / 47.8; 256x128x16 s4 50.5 / 50.8; 256x128x32 
 50.3; 128x128x8 s4 45.7 / 46.1 (thirty-ninth session). Deeper K steps pay: each costs a
 wait, a CTA barrier and an arrive.
 
+Not kept: a row-major (K-major) A read as given, which would save A's copy (~1% of 4096^3):
+128-byte-swizzled [BM, BK] boxes, a thread's 8 rows 16 apart (conflict-free), 4 K deep a
+16-byte load, the columns taken out of those runs by register renaming (offline: the same
+FFMA and LDS.128 counts, no shuffles). Correct but slower: the probe, H100, 4096^3 / 8192^3
+47.7 / 48.1 TFLOPS against 52.2 / 52.9 on a staged A^T (cuBLAS 51.6 / 51.6); Nsight Compute
+at 4096^3 (clocks locked, 1.59 GHz) 3.58 ms against 3.27 (cuBLAS 3.29), issue slots busy
+75% against 82%, dispatch stalls 0.45 against 0.28 cycles an instruction (fortieth
+session).
+
 Hopper only (TMA, setmaxnreg); no interpreter. No epilogue: matmul_2d computes out = A B.
 """
 
