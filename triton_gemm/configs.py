@@ -87,14 +87,21 @@ _SIMT_TILES = (
 # 128x16x128 170.0 (179.0); 4096x16x4096 32x16x256 21.4 (23.2). tf32, BK halved: 8192x16x8192
 # 64x16x64 s6 103.2 (117.4); 8192x64x8192 64x64x64 104.6 (111.1). Only the 8192 shapes'
 # tf32 tiles were measured; the rest mirror the fp16 ones. Pruned away for wider outputs,
-# where they never win and only lengthen tuning (without_thin).
+# where they never win and only lengthen tuning (without_thin). Deeper rings, fortieth
+# session (tile_probe.py --transposed --rounds 3, H100, fp16 nt, eager after an L2 flush,
+# us, cuBLAS in the same run): 64x16x128 s8 against s6 1x8192x8192 49.4 / 50.1 (49.7),
+# 16x8192x8192 49.2 / 49.4 (49.9), 16x4096x11008 37.5 / 38.4 (38.4), 16x4096x4096 17.6 /
+# 17.6 (18.9), 16x28672x8192 161.0 / 161.0 (163.4); s10 and 8 warps no better. 64x64x128
+# s6 against s4 at 64x8192x8192 50.9 / 51.5 (50.6), bf16 51.5 / 52.1 (51.1); s6 is 192 KB,
+# past an A100's shared memory, so s4 stays (the untuned default, _DEFAULT_THIN_TILE).
 THIN_N = 64
 _THIN_HALF_TILES = (
-    ("h_64x16x128", 64, 16, 128, 4, 6),
+    ("h_64x16x128", 64, 16, 128, 4, 8),
     ("h_32x16x256", 32, 16, 256, 4, 4),
     ("h_128x16x128", 128, 16, 128, 4, 4),
     ("h_64x32x128", 64, 32, 128, 4, 6),
     ("h_64x64x128", 64, 64, 128, 4, 4),
+    ("h_64x64x128_s6", 64, 64, 128, 4, 6),
 )
 # A row-major weight in 16-byte runs off ALIGN (fp16 4104; dispatch.TRANSPOSED_RUNS_MAX_M)
 # becomes an M-major A of 128-byte rows per K step here: shallow K steps in many stages, in
@@ -109,8 +116,8 @@ _THIN_HALF_TILES = (
 _THIN_RUNS_TILES = (("h_64x16x32_s16", 64, 16, 32, 4, 16),)
 _THIN_TILES = {
     "half": _THIN_HALF_TILES + _THIN_RUNS_TILES,
-    "tf32": tuple((f"t_{bm}x{bn}x{bk // 2}", bm, bn, bk // 2, w, st)
-                  for _, bm, bn, bk, w, st in _THIN_HALF_TILES),
+    "tf32": tuple((f"t_{bm}x{bn}x{bk // 2}{name[len(f'h_{bm}x{bn}x{bk}'):]}", bm, bn,
+                   bk // 2, w, st) for name, bm, bn, bk, w, st in _THIN_HALF_TILES),
 }
 
 FAMILIES = ("simt", "tf32", "half")
