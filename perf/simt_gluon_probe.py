@@ -24,20 +24,15 @@ if str(ROOT) not in sys.path:
 
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
-from perf.tile_probe import interleaved  # noqa: E402
+from perf.tile_probe import constants, interleaved  # noqa: E402
 from triton_gemm.kernels import simt_tma  # noqa: E402
 from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
 
 
 def run_tile(a, b, out, bm, bn, bk, stages, warps=8):
     """simt_tma.matmul_2d at this tile (the module's constants set for the call)."""
-    saved = simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES, simt_tma.WARPS
-    simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES, simt_tma.WARPS = \
-        bm, bn, bk, stages, warps
-    try:
+    with constants(simt_tma, BM=bm, BN=bn, BK=bk, STAGES=stages, WARPS=warps):
         return simt_tma.matmul_2d(a, b, out)
-    finally:
-        simt_tma.BM, simt_tma.BN, simt_tma.BK, simt_tma.STAGES, simt_tma.WARPS = saved
 
 
 def main() -> int:

@@ -21,6 +21,7 @@ after the time torch.sum takes to read as many bytes under the same flush. GPU o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 from pathlib import Path
@@ -164,6 +165,20 @@ def _splitk_candidates(tiles, word: int, prec: str, transposed=None) -> list:
         out.append(("splitk", f"{'C^T ' if transposed else ''}{bm}x{bn}x{bk} split{split} "
                               f"w{w} s{st}", fn))
     return out
+
+
+@contextlib.contextmanager
+def constants(module, **values):
+    """A kernel module's tile constants set to values for the block and put back after it,
+    even when the block fails (the Gluon probes' tiles)."""
+    saved = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
 
 
 def interleaved(fns: dict, timer, rounds: int) -> dict:

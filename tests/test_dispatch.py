@@ -277,7 +277,7 @@ def test_tf32x3_paths_are_as_accurate_as_cublas_sgemm(k):
     finally:
         torch.backends.cuda.matmul.allow_tf32 = allow
     sms = _persistent.gpu_sms(a.device)[0]
-    assert dispatch.plan(a, b, "tf32x3", sms) == dispatch.SPLIT_TF32
+    assert dispatch.plan(a, b, "tf32x3", sms) == dispatch.SPLIT_FED_PLAN
     for plan in (None, dispatch.SPLIT_TF32, dispatch.Plan(False, True, True, True)):
         out = torch.full((1, m, n), float("nan"), device=a.device)
         dispatch.run(a, b, out, precision="tf32x3", force=plan)
@@ -296,18 +296,22 @@ def test_split_tf32_plan_stays_accurate_on_one_signed_data(k):
     a = torch.rand(1, m, k, device=DEVICE)
     b = torch.rand(1, k, n, device=DEVICE)
     sms = _persistent.gpu_sms(a.device)[0]
-    assert dispatch.plan(a, b, "tf32x3", sms) == dispatch.SPLIT_TF32
-    out = torch.full((1, m, n), float("nan"), device=a.device)
-    dispatch.run(a, b, out, precision="tf32x3")
-    assert rel_error(out, a.double() @ b.double()) <= 8e-7
+    assert dispatch.plan(a, b, "tf32x3", sms) == dispatch.SPLIT_FED_PLAN
+    for plan in (None, dispatch.SPLIT_TF32):  # kernels/split_fed.py, the staged halves
+        out = torch.full((1, m, n), float("nan"), device=a.device)
+        dispatch.run(a, b, out, precision="tf32x3", force=plan)
+        assert rel_error(out, a.double() @ b.double()) <= 8e-7, plan
 
 
 @requires_kernels
+@pytest.mark.parametrize("plan", ["staged", "fed"])
 @pytest.mark.parametrize("b_row", ["exact", "mixed"])
-def test_split_tf32_plan_keeps_an_infinite_operand_infinite(b_row):
+def test_split_tf32_plan_keeps_an_infinite_operand_infinite(b_row, plan):
     """inf in A against a row of B: exactly tf32 (remainder 0, so inf x 0 = NaN in the
     remainder products) or not (remainders of both signs, so -inf in them where the
-    product is +inf). Neither may turn the row to NaN; torch gives inf there."""
+    product is +inf). Neither may turn the row to NaN; torch gives inf there. Staged halves
+    and, on Hopper, kernels/split_fed.py (B split in registers; elsewhere its plan runs the
+    staged halves)."""
     a, b = randn(1, 40, 48), randn(1, 48, 24).abs() + 1.0
     a[0, 3, 5] = float("inf")
     if b_row == "exact":
@@ -315,7 +319,8 @@ def test_split_tf32_plan_keeps_an_infinite_operand_infinite(b_row):
     else:  # rounding to tf32 leaves remainders of either sign
         b[0, 5] = 1.0 + torch.arange(24, device=b.device) * (1.5 * 2.0 ** -11)
     out = torch.full((1, 40, 24), float("nan"), device=a.device)
-    dispatch.run(a, b, out, precision="tf32x3", force=dispatch.SPLIT_TF32)
+    dispatch.run(a, b, out, precision="tf32x3", force=dispatch.SPLIT_TF32 if plan == "staged"
+                 else dispatch.SPLIT_FED_PLAN)
     expected = torch.matmul(a, b)
     assert torch.isinf(expected[0, 3]).all() and torch.equal(out[0, 3], expected[0, 3])
     assert torch.isfinite(out[0, :3]).all() and torch.isfinite(out[0, 4:]).all()
@@ -521,10 +526,14 @@ def test_sixteen_byte_rows_on_the_tma_kernel_compute_the_product(dtype, precisio
 
 def test_tf32x3_stages_halves_for_large_products_with_aligned_output_rows():
     """The split plan where it measured faster: persistent tile counts and outputs TMA can
-    store; 4097 columns (pointer-stored output) and 1000^3 (64 tiles) keep the old paths."""
+    store; 4097 columns (pointer-stored output) and 1000^3 (64 tiles) keep the old paths.
+    nn and tt (one MN-major operand) go to kernels/split_fed.py first (SPLIT_FED_PLAN: the
+    staged halves stay for calls it cannot take); nt, tn and padded operands stage both."""
     sms = 132
-    assert dispatch.plan(*_ops(4096, 4096, 4096), "tf32x3", sms) == dispatch.SPLIT_TF32
+    assert dispatch.plan(*_ops(4096, 4096, 4096), "tf32x3", sms) == dispatch.SPLIT_FED_PLAN
     assert dispatch.plan(*_ops(4096, 4096, 4096, "col", "col"), "tf32x3", sms) == \
+        dispatch.SPLIT_FED_PLAN
+    assert dispatch.plan(*_ops(4096, 4096, 4096, "col", "row"), "tf32x3", sms) == \
         dispatch.SPLIT_TF32
     assert dispatch.plan(*_padded_rows(3000, 3000, 3000, torch.float32), "tf32x3", sms) == \
         dispatch.SPLIT_TF32
@@ -534,7 +543,7 @@ def test_tf32x3_stages_halves_for_large_products_with_aligned_output_rows():
     # K under SPLIT_TF32_MIN_K: the split kernel's error floor is above cuBLAS SGEMM's.
     assert not dispatch.plan(*_ops(8192, 8192, 1008), "tf32x3", sms).split_tf32
     assert dispatch.plan(*_ops(8192, 8192, dispatch.SPLIT_TF32_MIN_K), "tf32x3", sms) == \
-        dispatch.SPLIT_TF32
+        dispatch.SPLIT_FED_PLAN
     assert not dispatch.plan(*_ops(4096, 4096, 4096), "tf32", sms).split_tf32
     # Copies against compute (_halves_pay), on shapes measured both ways: an nt weight
     # product needs no copies for the in-loop split, so only large M and N repay the halves.
@@ -545,7 +554,9 @@ def test_tf32x3_stages_halves_for_large_products_with_aligned_output_rows():
     assert not dispatch.plan(*_ops(128, 28672, 8192, "row", "col"), "tf32x3", sms).split_tf32
     # Tiles per SM (SPLIT_TF32_MIN_TILES_PER_SM): 2048^3 has 1.9, 2560^3 3.0.
     assert not dispatch.plan(*_ops(2048, 2048, 2048), "tf32x3", sms).split_tf32
-    assert dispatch.plan(*_ops(2560, 2560, 2560), "tf32x3", sms) == dispatch.SPLIT_TF32
+    assert dispatch.plan(*_ops(2560, 2560, 2560), "tf32x3", sms) == dispatch.SPLIT_FED_PLAN
+    assert dispatch.plan(*_ops(2560, 2560, 2560), "tf32x3", sms)._replace(
+        register_fed=False) == dispatch.SPLIT_TF32
 
 
 def test_halves_pay_at_the_cost_threshold():

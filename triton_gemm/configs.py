@@ -691,6 +691,8 @@ def config_name(config: triton.Config, family: str) -> str:
         return f"{prefix}_{kw['BM']}x{kw['BN']}x{kw['BK']}{cluster}"
     if kw.get("SIMT_TMA"):  # kernels/simt_tma.py: one fixed tile
         return f"st_{kw['BM']}x{kw['BN']}x{kw['BK']}"
+    if kw.get("SPLIT_FED"):  # kernels/split_fed.py: one fixed tile
+        return f"sf_{kw['BM']}x{kw['BN']}x{kw['BK']}"
     if family.startswith(STREAMK_PREFIX):  # a persistent tile run by the stream-K kernel
         return "sk_" + config_name(config, family[len(STREAMK_PREFIX):])
     if "UNROLL" in kw:

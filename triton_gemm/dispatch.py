@@ -45,7 +45,9 @@ kernel's hi accumulator flushed every 256 K; at the current 128 the report has 4
 1.341), 3000^3 padded rows 0.587 vs 0.816. Not where the output rows are unaligned (4097^3:
 60.9 vs 67.1 TFLOPS padded, in-loop split, with an earlier split kernel), K is short
 (SPLIT_TF32_MIN_K), tiles are too few per SM (SPLIT_TF32_MIN_TILES_PER_SM), or copying the
-halves costs more than the faster kernel saves (_halves_pay).
+halves costs more than the faster kernel saves (_halves_pay). Where such a product is nn or
+tt, kernels/split_fed.py splits the MN-major operand in registers instead (SPLIT_FED): only
+the other operand's remainder is copied.
 
 A thin fringe of output columns (or rows, B K-major) that would cost the persistent kernel a
 whole wave of tiles (4097^3: 561 tiles of 128x256, five waves on 132 SMs; 528 without the last
@@ -86,6 +88,7 @@ from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import register_fed as _register_fed
 from .kernels import simt_tma as _simt_tma
+from .kernels import split_fed as _split_fed
 from .kernels import splitk as _splitk
 from .kernels.common import INTERPRETER, capability
 from .kernels.copy import TILE as COPY_TILE
@@ -153,6 +156,16 @@ STAGE_MIN_MNK = 768 ** 3
 # PERSISTENT_TILE tiles than SMs (1024^3) stay on the plain kernel; between those and 2048^3
 # the kernel takes them unmeasured.
 REGISTER_FED = True
+# tf32x3 products the staged split plan takes (SPLIT_TF32, below), nn or tt, run on
+# kernels/split_fed.py instead where run() finds it can take the call (single, no epilogue,
+# TMA-aligned as given): the MN-major operand split in registers, only the K-major one's
+# remainder copied (8 bytes an element of it, against 20 for both operands' halves).
+# perf/split_fed_probe.py, H100, eager after an L2 flush, three interleaved rounds, us
+# (ratio to cuBLAS SGEMM in the same run), with the copy, against the staged plan: 8192^3 nn
+# 9929 (2.17x) vs 10476 (2.05x), tt 9831 (2.22x) vs 10778 (2.03x); 4096^3 nn, the kernel
+# alone 1249 against 1325 for the whole staged plan (fortieth session). Same error (3.6e-7
+# at 4096^3, 3.8e-7 at 8192^3: the same flush interval and the same dropped term).
+SPLIT_FED = True
 
 # fp32 FMA dots (ieee, the plain kernel) run fastest on an M-contiguous A and an
 # N-contiguous B: each K step is an outer product of a column of A and a row of B, which
@@ -310,8 +323,9 @@ class Plan(NamedTuple):
     b_n_major: bool = False   # stage B N-contiguous (row-major) for fp32 FMA dots
     wave_rows: int | None = None  # persistent plans: the first launch takes these rows
                                   # (whole waves of tiles), a second the rest (_wave_rows)
-    register_fed: bool = False  # tf32 nn / tt: the register-fed kernel, where run() finds
-                                # it can take the call; else the rest of the plan
+    register_fed: bool = False  # tf32 nn / tt: the register-fed kernel (tf32x3 with
+                                # split_tf32: kernels/split_fed.py), where run() finds it
+                                # can take the call; else the rest of the plan
 
     @property
     def copies(self) -> bool:
@@ -321,9 +335,17 @@ class Plan(NamedTuple):
 
 PLAIN = Plan(False, False, False)
 SPLIT_TF32 = Plan(False, True, True, persistent=True, split_tf32=True)
+SPLIT_FED_PLAN = SPLIT_TF32._replace(register_fed=True)
 TRANSPOSED = Plan(False, False, False, transposed=True)
 GEMV = Plan(False, False, False, gemv=True)
 FMA_TRANSPOSED = Plan(False, False, False, split_k=True, transposed=True, b_n_major=True)
+
+
+def _one_mn_major(sa: tuple, sb: tuple) -> bool:
+    """3-D operands' strides in the nn (B row-major) or tt (A M-major, B K-major) layout:
+    one MN-major operand, the other K-major, as the register-fed kernels take them."""
+    return ((sa[2] == 1 and sb[2] == 1 and sb[1] != 1)
+            or (sa[1] == 1 and sa[2] != 1 and sb[1] == 1))
 
 
 def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
@@ -416,6 +438,8 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # The halves are fresh copies whatever the layout: they replace padding and K-major
         # staging alike. Only where the (new, row-major) output takes a TMA store: a pointer
         # store's conversion buffer leaves the split tiles short of shared memory.
+        if SPLIT_FED and batch == 1 and not pad and _one_mn_major(sa, sb):
+            return SPLIT_FED_PLAN  # the staged halves stay for calls it cannot take
         return SPLIT_TF32
     if (REGISTER_FED and precision == "tf32" and persistent and not pad and direct is None
             and core is None and wave_rows is None and not mid_m and a_k_major != b_k_major):
@@ -796,9 +820,14 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
             force=p._replace(transposed=False))
         return out
     if p.register_fed:
-        if (precision == "tf32" and d is None and alpha == 1 and activation == 0
-                and a.shape[0] == 1 and _register_fed.supports(a[0], b[0], out[0])):
+        single = d is None and alpha == 1 and activation == 0 and a.shape[0] == 1
+        if (precision == "tf32" and single and not p.split_tf32
+                and _register_fed.supports(a[0], b[0], out[0])):
             _register_fed.matmul_2d(a[0], b[0], out[0], _persistent.gpu_sms(a.device)[0])
+            return out
+        if (precision == "tf32x3" and single and p.split_tf32
+                and _split_fed.supports(a[0], b[0], out[0])):
+            _split_fed_run(a[0], b[0], out[0])
             return out
         p = p._replace(register_fed=False)
     lo = None
@@ -887,6 +916,15 @@ def _fringe(a, b, out, d, rows: int, cols: int, partials, beside: bool = False,
     if rows < out.shape[0]:
         _splitk.matmul_2d(a[rows:], b, out[rows:, :cols],
                           None if d is None else d[rows:, :cols], **epilogue)
+
+
+def _split_fed_run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """out = a @ b (2-D) in 3xTF32 on kernels/split_fed.py: the remainder of its K-major
+    operand copied (remainder_job, into scratch), the kernel reading the rest as given."""
+    y = _split_fed.operands(a, b)[1]
+    job = remainder_job(y[None], (1, y.shape[0], padded_extent(y.shape[1], 4)))
+    copy_jobs(job)
+    _split_fed.matmul_2d(a, b, job.dst[0], out, _persistent.gpu_sms(a.device)[0])
 
 
 def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,

@@ -1,0 +1,104 @@
+"""Probe: kernels/split_fed.py (3xTF32 with the MN-major operand split in registers) beside
+cuBLAS SGEMM and the library's tf32x3 path, nn and tt, in interleaved rounds after an L2
+flush (bench.gpu_median_ms): the kernel with its remainder copy, the kernel alone on a
+staged remainder, and each one's relative error against float64 beside SGEMM's.
+
+    python perf/split_fed_probe.py [--sizes 4096,8192] [--layouts nn,tt] [--rounds 3]
+        [--tiles BQ,BK,STAGES ...] [--flush K]
+
+--tiles: more tiles of the kernel alone (the module's constants set for the call); --flush:
+hi_acc's flush interval instead of persistent.hi_flush_k (timing what the flush costs).
+
+GPU (Hopper) only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import triton_gemm  # noqa: E402
+from perf import bench  # noqa: E402
+from perf.tile_probe import constants, interleaved  # noqa: E402
+from triton_gemm.dispatch import padded_extent  # noqa: E402
+from triton_gemm.kernels import copy, split_fed  # noqa: E402
+from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
+from triton_gemm.tolerances import rel_error  # noqa: E402
+
+
+def with_remainder(a, b, out, sms):
+    """split_fed on (a, b), Y's remainder copied first, as dispatch would."""
+    _, y, _, _ = split_fed.operands(a, b)
+    job = copy.remainder_job(y[None], (1, y.shape[0], padded_extent(y.shape[1], 4)))
+    copy.copy_jobs(job)
+    return split_fed.matmul_2d(a, b, job.dst[0], out, sms)
+
+
+def run_tile(a, b, y_lo, out, sms, bq, bk, stages):
+    """split_fed.matmul_2d at this tile (the module's constants set for the call)."""
+    with constants(split_fed, BQ=bq, BK=bk, STAGES=stages):
+        return split_fed.matmul_2d(a, b, y_lo, out, sms)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="4096,8192")
+    parser.add_argument("--layouts", default="nn,tt")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tiles", nargs="*", default=[])
+    parser.add_argument("--flush", type=int, default=None)
+    args = parser.parse_args()
+    if args.flush:
+        split_fed.hi_flush_k = lambda k: args.flush
+    torch.manual_seed(0)
+    sms = gpu_sms(torch.device("cuda"))[0]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for size in (int(s) for s in args.sizes.split(",")):
+        for layout in args.layouts.split(","):
+            a = torch.randn(size, size, device="cuda")
+            b = torch.randn(size, size, device="cuda")
+            a = a if layout[0] == "n" else a.t().contiguous().t()
+            b = b if layout[1] == "n" else b.t().contiguous().t()
+            ref = a.double() @ b.double()
+            out = torch.empty(size, size, device="cuda")
+            _, y, _, _ = split_fed.operands(a, b)
+            job = copy.remainder_job(y[None], (1, size, padded_extent(size, 4)))
+            copy.copy_jobs(job)
+            y_lo = job.dst[0].clone()
+            fns = {"cublas sgemm": lambda a=a, b=b: a @ b,
+                   "library tf32x3": lambda a=a, b=b: triton_gemm.matmul(
+                       a, b, precision="tf32x3"),
+                   "split_fed + copy": lambda a=a, b=b, out=out: with_remainder(a, b, out, sms),
+                   "split_fed alone": lambda a=a, b=b, out=out, y_lo=y_lo:
+                       split_fed.matmul_2d(a, b, y_lo, out, sms)}
+            for spec in args.tiles:
+                bq, bk, st = (int(v) for v in spec.split(","))
+                fns[f"alone {bq}x{bk} s{st}"] = (
+                    lambda a=a, b=b, out=out, y_lo=y_lo, bq=bq, bk=bk, st=st:
+                    run_tile(a, b, y_lo, out, sms, bq, bk, st))
+            for name, fn in fns.items():
+                out.fill_(float("nan"))
+                got = fn()
+                torch.cuda.synchronize()
+                print(f"{size} {layout} {name:18s} rel error {rel_error(got, ref):.2e}",
+                      flush=True)
+            times = interleaved(fns, bench.gpu_median_ms, args.rounds)
+            base = statistics.median(times["cublas sgemm"])
+            for name, ts in times.items():
+                ms = statistics.median(ts)
+                print(f"{size} {layout} {name:18s} {ms * 1e3:9.1f} us "
+                      f"{2 * size ** 3 / ms / 1e9:6.1f} TFLOPS {base / ms:5.3f}x "
+                      f"[{min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f}]", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

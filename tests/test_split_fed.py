@@ -1,0 +1,137 @@
+"""kernels/split_fed.py: 3xTF32 with the MN-major operand split in registers. That the
+compiled kernel's wgmmas run pipelined and hazard-free (offline sm_90a compile, no GPU),
+which calls dispatch sends there, and the products themselves (GPU)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import gpu_only, randn
+import triton_gemm
+from triton_gemm import dispatch, last_config
+from triton_gemm.kernels import split_fed
+from triton_gemm.tolerances import assert_close
+
+ROOT = Path(__file__).resolve().parent.parent
+SF_NAME = f"sf_{split_fed.BP}x{split_fed.BQ}x{split_fed.BK}"
+
+_COMPILE = """
+import json, re, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, '.')
+from triton.experimental.gluon import language as gl
+from perf import sass_audit
+from triton_gemm.kernels import split_fed as sf
+def desc(block):
+    layout = gl.NVMMASharedLayout.get_default_for(block, gl.float32)
+    return f"tensordesc<fp32[{block[0]}, {block[1]}],{layout!r}>"
+signature = {"x_desc": desc([sf.BK, sf.BP]), "y_desc": desc([sf.BQ, sf.BK]),
+             "ylo_desc": desc([sf.BQ, sf.BK]), "c_desc": desc([sf.BQ // 8, sf.BP]),
+             "P": "i32", "Q": "i32", "K": "i32"}
+constexprs = {"BP": sf.BP, "BQ": sf.BQ, "BK": sf.BK, "STAGES": sf.STAGES,
+              "GROUP_M": sf.GROUP_M, "OUT_T": True, "LOADER_REGS": sf.LOADER_REGS,
+              "PERIOD": 128 // sf.BK}
+kernel = sass_audit.compile_gluon(sf._split_fed_kernel, signature, constexprs,
+                                  {"num_warps": sf.WARPS, "maxnreg": sf.MAX_REGISTERS})
+with tempfile.TemporaryDirectory() as tmp:
+    sass = sass_audit.sass_text(kernel.asm["cubin"], Path(tmp))
+    report = sass_audit.ptxas_report(kernel.asm["ptx"], Path(tmp), "sm_90a",
+                                        sf.MAX_REGISTERS)
+hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
+print(json.dumps({"shared": kernel.metadata.shared, **report, "hgmma": len(hgmma),
+                  "groups": sum("gsb0" in line for line in hgmma),
+                  "shapes": sorted(set(re.findall(r"HGMMA\\.[\\w.]+", sass))),
+                  "hazards": sass_audit.wgmma_register_hazards(sass)}))
+"""
+
+
+def test_the_kernel_compiles_to_pipelined_hazard_free_wgmma():
+    """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off): tf32
+    wgmma of 64 x BQ, one commit group per product of a K step (BK / 8 instructions each;
+    ptxas serialises every wgmma when another instruction writes an accumulator between
+    them, and each would then close a group of its own), no wgmma input register written
+    while a wgmma may read it, no spills, and the ring fits the H100's shared memory."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", _COMPILE], cwd=ROOT, env=env, check=False,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["shapes"] == [f"HGMMA.64x{split_fed.BQ}x8.F32.TF32"], report
+    assert report["hgmma"] == report["groups"] * (split_fed.BK // 8), report
+    assert report["hazards"] == [], report
+    assert report["spill_stores"] == 0 and report["spill_loads"] == 0, report
+    from perf import sass_audit
+    assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem, report
+
+
+def _hopper() -> bool:
+    return split_fed.supports(torch.empty(128, 64, device="cuda"),
+                              torch.empty(64, 128, device="cuda"),
+                              torch.empty(128, 128, device="cuda"))
+
+
+def test_the_kernel_refuses_what_it_cannot_read():
+    """supports(): never CPU tensors (nor the interpreter); on a Hopper GPU fp32 only, nn or
+    tt, output rows of unit stride, and rows TMA can read."""
+    a, b, out = torch.empty(128, 64), torch.empty(64, 128), torch.empty(128, 128)
+    assert not split_fed.supports(a, b, out)
+    assert split_fed.operands(a, b)[2:] == (True, "a")  # nn: C^T = B^T A^T
+    assert split_fed.operands(a.T.contiguous().T, b.T.contiguous().T)[2:] == (False, "b")
+    assert split_fed.operands(a, b.T.contiguous().T) is None  # nt
+    assert split_fed.operands(a.T.contiguous().T, b) is None  # tn
+    if not (torch.cuda.is_available() and _hopper()):
+        return
+    a, b, out = a.cuda(), b.cuda(), out.cuda()
+    assert split_fed.supports(a, b, out)
+    assert not split_fed.supports(a, b.T.contiguous().T, out)
+    assert not split_fed.supports(a.half(), b.half(), out.half())
+    assert not split_fed.supports(a, b, torch.empty(128, 128, device="cuda").T)
+    # B's rows (K of them, N apart) off 16 bytes: TMA cannot read them.
+    assert not split_fed.supports(a, torch.empty(64, 129, device="cuda")[:, :127],
+                                  torch.empty(128, 127, device="cuda"))
+
+
+@gpu_only
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("m,n,k", [(128, 128, 16), (300, 272, 1000), (136, 520, 2052),
+                                   (1000, 1500, 4096)])
+def test_split_fed_kernel_computes_the_product(m, n, k, layout):
+    """One tile; edges of both tile sides (TMA reads zeros past them and clips the store);
+    K off the 16-deep step and off a flush period (K < 2048 flushes every 64, from 2048
+    every 128), several tiles a program; NaN-poisoned output, tf32x3's tolerance."""
+    if not _hopper():
+        pytest.skip("kernels/split_fed.py needs Hopper (sm_90)")
+    a = randn(m, k) if layout[0] == "n" else randn(k, m).T
+    b = randn(k, n) if layout[1] == "n" else randn(n, k).T
+    out = torch.full((m, n), float("nan"), device=a.device)
+    assert split_fed.supports(a, b, out)
+    dispatch._split_fed_run(a, b, out)
+    assert last_config() == SF_NAME
+    assert_close(out, a.double() @ b.double(), torch.float32, "tf32x3",
+                 f"{layout} {m}x{n}x{k}", operands=(a, b))
+
+
+@gpu_only
+@pytest.mark.parametrize("layout", ["nn", "tt", "nt"])
+def test_matmul_runs_large_tf32x3_products_on_the_split_fed_kernel(layout):
+    """Through the public API: nn and tt take the kernel where the staged split plan would
+    run; nt and addmm (an epilogue) the staged halves, all within tf32x3's tolerance."""
+    if not _hopper():
+        pytest.skip("kernels/split_fed.py needs Hopper (sm_90)")
+    m, n, k = 2560, 2560, 1024
+    a = randn(m, k) if layout[0] == "n" else randn(k, m).T
+    b = randn(k, n) if layout[1] == "n" else randn(n, k).T
+    out = triton_gemm.matmul(a, b, precision="tf32x3")
+    assert (last_config() == SF_NAME) == (layout != "nt"), last_config()
+    assert_close(out, a.double() @ b.double(), torch.float32, "tf32x3", layout,
+                 operands=(a, b))
+    bias = randn(n)
+    out = triton_gemm.addmm(bias, a, b, precision="tf32x3")
+    assert last_config() != SF_NAME
+    assert_close(out, bias.double() + a.double() @ b.double(), torch.float32, "tf32x3",
+                 f"{layout} addmm", operands=(a, b))
