@@ -1,9 +1,10 @@
-"""Probe: kernels/split_fed.py (3xTF32 with the MN-major operand split in registers) beside
-cuBLAS SGEMM and the library's tf32x3 path, nn and tt, in interleaved rounds after an L2
-flush (bench.gpu_median_ms): the kernel with its remainder copy, the kernel alone on a
-staged remainder, and each one's relative error against float64 beside SGEMM's.
+"""Probe: kernels/split_fed.py (3xTF32 with one operand split in registers) beside cuBLAS
+SGEMM, the library's tf32x3 path and the staged halves (dispatch.SPLIT_TF32), nn, tt or nt,
+in interleaved rounds after an L2 flush (bench.gpu_median_ms): the kernel with its
+remainder copy, the kernel alone on a staged remainder, and each one's relative error
+against float64 beside SGEMM's.
 
-    python perf/split_fed_probe.py [--sizes 4096,8192] [--layouts nn,tt] [--rounds 3]
+    python perf/split_fed_probe.py [--sizes 4096,8192] [--layouts nn,tt,nt] [--rounds 3]
         [--tiles BQ,BK,STAGES ...] [--flush K]
 
 --tiles: more tiles of the kernel alone (the module's constants set for the call); --flush:
@@ -28,6 +29,7 @@ if str(ROOT) not in sys.path:
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
 from perf.tile_probe import constants, interleaved  # noqa: E402
+from triton_gemm import dispatch  # noqa: E402
 from triton_gemm.dispatch import padded_extent  # noqa: E402
 from triton_gemm.kernels import copy, split_fed  # noqa: E402
 from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
@@ -51,7 +53,7 @@ def run_tile(a, b, y_lo, out, sms, bq, bk, stages):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="4096,8192")
-    parser.add_argument("--layouts", default="nn,tt")
+    parser.add_argument("--layouts", default="nn,tt,nt")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tiles", nargs="*", default=[])
     parser.add_argument("--flush", type=int, default=None)
@@ -76,6 +78,9 @@ def main() -> int:
             fns = {"cublas sgemm": lambda a=a, b=b: a @ b,
                    "library tf32x3": lambda a=a, b=b: triton_gemm.matmul(
                        a, b, precision="tf32x3"),
+                   "staged halves": lambda a=a, b=b, out=out: dispatch.run(
+                       a[None], b[None], out[None], precision="tf32x3",
+                       force=dispatch.SPLIT_TF32)[0],
                    "split_fed + copy": lambda a=a, b=b, out=out: with_remainder(a, b, out, sms),
                    "split_fed alone": lambda a=a, b=b, out=out, y_lo=y_lo:
                        split_fed.matmul_2d(a, b, y_lo, out, sms)}

@@ -527,8 +527,8 @@ def test_sixteen_byte_rows_on_the_tma_kernel_compute_the_product(dtype, precisio
 def test_tf32x3_stages_halves_for_large_products_with_aligned_output_rows():
     """The split plan where it measured faster: persistent tile counts and outputs TMA can
     store; 4097 columns (pointer-stored output) and 1000^3 (64 tiles) keep the old paths.
-    nn and tt (one MN-major operand) go to kernels/split_fed.py first (SPLIT_FED_PLAN: the
-    staged halves stay for calls it cannot take); nt, tn and padded operands stage both."""
+    nn, tt and nt go to kernels/split_fed.py first (SPLIT_FED_PLAN: the staged halves stay
+    for calls it cannot take); tn (both operands MN-major) and padded operands stage both."""
     sms = 132
     assert dispatch.plan(*_ops(4096, 4096, 4096), "tf32x3", sms) == dispatch.SPLIT_FED_PLAN
     assert dispatch.plan(*_ops(4096, 4096, 4096, "col", "col"), "tf32x3", sms) == \
@@ -548,9 +548,9 @@ def test_tf32x3_stages_halves_for_large_products_with_aligned_output_rows():
     # Copies against compute (_halves_pay), on shapes measured both ways: an nt weight
     # product needs no copies for the in-loop split, so only large M and N repay the halves.
     assert dispatch.plan(*_ops(8192, 4096, 4096, "row", "col"), "tf32x3", sms) == \
-        dispatch.SPLIT_TF32
+        dispatch.SPLIT_FED_PLAN
     assert dispatch.plan(*_ops(2048, 11008, 4096, "row", "col"), "tf32x3", sms) == \
-        dispatch.SPLIT_TF32
+        dispatch.SPLIT_FED_PLAN
     assert not dispatch.plan(*_ops(128, 28672, 8192, "row", "col"), "tf32x3", sms).split_tf32
     # Tiles per SM (SPLIT_TF32_MIN_TILES_PER_SM): 2048^3 has 1.9, 2560^3 3.0.
     assert not dispatch.plan(*_ops(2048, 2048, 2048), "tf32x3", sms).split_tf32

@@ -1,4 +1,4 @@
-"""kernels/split_fed.py: 3xTF32 with the MN-major operand split in registers. That the
+"""kernels/split_fed.py: 3xTF32 with one operand split in registers. That the
 compiled kernel's wgmmas run pipelined and hazard-free (offline sm_90a compile, no GPU),
 which calls dispatch sends there, and the products themselves (GPU)."""
 
@@ -30,12 +30,14 @@ from triton_gemm.kernels import split_fed as sf
 def desc(block):
     layout = gl.NVMMASharedLayout.get_default_for(block, gl.float32)
     return f"tensordesc<fp32[{block[0]}, {block[1]}],{layout!r}>"
-signature = {"x_desc": desc([sf.BK, sf.BP]), "y_desc": desc([sf.BQ, sf.BK]),
+x_k_major = sys.argv[1] == "1"
+signature = {"x_desc": desc([sf.BP, sf.BK] if x_k_major else [sf.BK, sf.BP]),
+             "y_desc": desc([sf.BQ, sf.BK]),
              "ylo_desc": desc([sf.BQ, sf.BK]), "c_desc": desc([sf.BQ // 8, sf.BP]),
              "P": "i32", "Q": "i32", "K": "i32"}
 constexprs = {"BP": sf.BP, "BQ": sf.BQ, "BK": sf.BK, "STAGES": sf.STAGES,
               "GROUP_M": sf.GROUP_M, "OUT_T": True, "LOADER_REGS": sf.LOADER_REGS,
-              "PERIOD": 128 // sf.BK}
+              "PERIOD": 128 // sf.BK, "X_K_MAJOR": x_k_major}
 kernel = sass_audit.compile_gluon(sf._split_fed_kernel, signature, constexprs,
                                   {"num_warps": sf.WARPS, "maxnreg": sf.MAX_REGISTERS})
 with tempfile.TemporaryDirectory() as tmp:
@@ -50,14 +52,16 @@ print(json.dumps({"shared": kernel.metadata.shared, **report, "hgmma": len(hgmma
 """
 
 
-def test_the_kernel_compiles_to_pipelined_hazard_free_wgmma():
-    """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off): tf32
-    wgmma of 64 x BQ, one commit group per product of a K step (BK / 8 instructions each;
-    ptxas serialises every wgmma when another instruction writes an accumulator between
-    them, and each would then close a group of its own), no wgmma input register written
-    while a wgmma may read it, no spills, and the ring fits the H100's shared memory."""
+@pytest.mark.parametrize("x_k_major", [False, True])
+def test_the_kernel_compiles_to_pipelined_hazard_free_wgmma(x_k_major):
+    """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off), X
+    MN-major (nn, tt) and K-major (nt): tf32 wgmma of 64 x BQ, one commit group per product
+    of a K step (BK / 8 instructions each; ptxas serialises every wgmma when another
+    instruction writes an accumulator between them, and each would then close a group of
+    its own), no wgmma input register written while a wgmma may read it, no spills, and
+    the ring fits the H100's shared memory."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _COMPILE], cwd=ROOT, env=env, check=False,
+    done = subprocess.run([sys.executable, "-c", _COMPILE, str(int(x_k_major))], cwd=ROOT, env=env, check=False,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -76,19 +80,25 @@ def _hopper() -> bool:
 
 
 def test_the_kernel_refuses_what_it_cannot_read():
-    """supports(): never CPU tensors (nor the interpreter); on a Hopper GPU fp32 only, nn or
-    tt, output rows of unit stride, and rows TMA can read."""
+    """supports(): never CPU tensors (nor the interpreter); on a Hopper GPU fp32 only, nn,
+    tt or nt (X the operand with more rows there), output rows of unit stride, and rows TMA
+    can read."""
     a, b, out = torch.empty(128, 64), torch.empty(64, 128), torch.empty(128, 128)
     assert not split_fed.supports(a, b, out)
-    assert split_fed.operands(a, b)[2:] == (True, "a")  # nn: C^T = B^T A^T
-    assert split_fed.operands(a.T.contiguous().T, b.T.contiguous().T)[2:] == (False, "b")
-    assert split_fed.operands(a, b.T.contiguous().T) is None  # nt
+    assert split_fed.operands(a, b)[2:] == (True, False)  # nn: C^T = B^T A^T, X = B
+    x, y, *flags = split_fed.operands(a.T.contiguous().T, b.T.contiguous().T)  # tt
+    assert flags == [False, False] and x.shape == (64, 128) and y.shape == (128, 64)
+    x, y, *flags = split_fed.operands(a, torch.empty(96, 64).T)  # nt, more rows in A
+    assert flags == [False, True] and x.shape == (128, 64) and y.shape == (96, 64)
+    x, y, *flags = split_fed.operands(a, torch.empty(256, 64).T)  # nt, more rows in B^T
+    assert flags == [True, True] and x.shape == (256, 64) and y.shape == (128, 64)
     assert split_fed.operands(a.T.contiguous().T, b) is None  # tn
     if not (torch.cuda.is_available() and _hopper()):
         return
     a, b, out = a.cuda(), b.cuda(), out.cuda()
     assert split_fed.supports(a, b, out)
-    assert not split_fed.supports(a, b.T.contiguous().T, out)
+    assert split_fed.supports(a, b.T.contiguous().T, out)  # nt
+    assert not split_fed.supports(a.T.contiguous().T, b, out)  # tn
     assert not split_fed.supports(a.half(), b.half(), out.half())
     assert not split_fed.supports(a, b, torch.empty(128, 128, device="cuda").T)
     # B's rows (K of them, N apart) off 16 bytes: TMA cannot read them.
@@ -97,9 +107,9 @@ def test_the_kernel_refuses_what_it_cannot_read():
 
 
 @gpu_only
-@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("layout", ["nn", "tt", "nt"])
 @pytest.mark.parametrize("m,n,k", [(128, 128, 16), (300, 272, 1000), (136, 520, 2052),
-                                   (1000, 1500, 4096)])
+                                   (1000, 1500, 4096), (1500, 1000, 1024)])
 def test_split_fed_kernel_computes_the_product(m, n, k, layout):
     """One tile; edges of both tile sides (TMA reads zeros past them and clips the store);
     K off the 16-deep step and off a flush period (K < 2048 flushes every 64, from 2048
@@ -117,17 +127,18 @@ def test_split_fed_kernel_computes_the_product(m, n, k, layout):
 
 
 @gpu_only
-@pytest.mark.parametrize("layout", ["nn", "tt", "nt"])
+@pytest.mark.parametrize("layout", ["nn", "tt", "nt", "tn"])
 def test_matmul_runs_large_tf32x3_products_on_the_split_fed_kernel(layout):
-    """Through the public API: nn and tt take the kernel where the staged split plan would
-    run; nt and addmm (an epilogue) the staged halves, all within tf32x3's tolerance."""
+    """Through the public API: nn, tt and nt take the kernel where the staged split plan
+    would run; tn and addmm (an epilogue) the staged halves, all within tf32x3's
+    tolerance."""
     if not _hopper():
         pytest.skip("kernels/split_fed.py needs Hopper (sm_90)")
     m, n, k = 2560, 2560, 1024
     a = randn(m, k) if layout[0] == "n" else randn(k, m).T
     b = randn(k, n) if layout[1] == "n" else randn(n, k).T
     out = triton_gemm.matmul(a, b, precision="tf32x3")
-    assert (last_config() == SF_NAME) == (layout != "nt"), last_config()
+    assert (last_config() == SF_NAME) == (layout != "tn"), last_config()
     assert_close(out, a.double() @ b.double(), torch.float32, "tf32x3", layout,
                  operands=(a, b))
     bias = randn(n)

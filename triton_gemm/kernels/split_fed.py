@@ -1,21 +1,22 @@
-"""3xTF32 (`precision="tf32x3"`) products with one MN-major operand split in registers: the
-nn and tt layouts without a staged copy of that operand.
+"""3xTF32 (`precision="tf32x3"`) products with one operand split in registers: the nn, tt
+and nt layouts without a staged copy of that operand.
 
 The staged split path (dispatch.SPLIT_TF32) writes each operand's tf32 halves to memory
 first: 12 bytes an element for a split operand, 8 for one read as given (dispatch.raw_side),
-452 us of 10.2 ms at 8192^3 on the H100. Here the MN-major operand X, stored (K, P)
-P-contiguous (nn: B, P = N; tt: A^T, P = M), is register_fed.py's register operand: each
-fragment is rounded to tf32 and its remainder taken in registers, so X is read once, as
-given. The K-major operand Y (nn: A, Q = M; tt: B^T, Q = N) goes to wgmma from shared memory
-as given, the tensor core dropping its low 13 bits (its hi half), beside Y's remainder
-(copy.remainder_job, the only copy: 8 bytes an element of Y).
+452 us of 10.2 ms at 8192^3 on the H100. Here one operand X is register_fed.py's register
+operand: each fragment is rounded to tf32 and its remainder taken in registers, so X is
+read once, as given. X is the MN-major operand, stored (K, P) P-contiguous (nn: B, P = N;
+tt: A^T, P = M), or for nt, both operands K-major, the one with more rows, stored (P, K)
+K-contiguous (X_K_MAJOR). The other, Y, stored (Q, K) K-contiguous, goes to wgmma from shared
+memory as given, the tensor core dropping its low 13 bits (its hi half), beside Y's
+remainder (copy.remainder_job, the only copy: 8 bytes an element of Y).
 
 Per K step: hi x hi into hi_acc, X lo x Y hi and X hi x Y lo into lo_acc (lo x lo dropped,
 as the staged kernel does; X's remainder has either sign, so the dropped term is unbiased).
 hi_acc joins an IEEE accumulator every HI_FLUSH_K (persistent.hi_flush_k: the tensor core
-truncates its adds). Three accumulators of [BP, BQ] and two fragments of X in flight
-(register_fed's hazard rule: each kept until the wait that retires its wgmmas) take BQ = 64
-for registers.
+truncates its adds), starting over through wgmma's scale-d. Three accumulators of [BP, BQ]
+and two steps' fragments of X in flight (register_fed's hazard rule: each kept until the
+wait that retires its wgmmas) fit 240 registers at 128 x 128 tiles 16 deep.
 
 Hopper only; no interpreter; no epilogue, no clusters.
 """
@@ -53,7 +54,8 @@ def _walk(P, Q, K, BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr,
 @gluon.jit
 def _loader(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q, K,
             c_desc, epi, BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr,
-            GROUP_M: gl.constexpr, OUT_T: gl.constexpr, PERIOD: gl.constexpr):
+            GROUP_M: gl.constexpr, OUT_T: gl.constexpr, PERIOD: gl.constexpr,
+            X_K_MAJOR: gl.constexpr):
     """The TMA warp: each K step's X, Y and Y-remainder tiles into the ring once the wgmma
     warps have handed the slot back."""
     STAGES: gl.constexpr = x_ring.type.shape[0]
@@ -66,7 +68,11 @@ def _loader(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P,
             slot = step % STAGES
             mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(slot), nbytes)
-            tma.async_copy_global_to_shared(x_desc, [i * BK, off_p], ready.index(slot),
+            if X_K_MAJOR:
+                x_at = [off_p, i * BK]
+            else:
+                x_at = [i * BK, off_p]
+            tma.async_copy_global_to_shared(x_desc, x_at, ready.index(slot),
                                             x_ring.index(slot))
             tma.async_copy_global_to_shared(y_desc, [off_q, i * BK], ready.index(slot),
                                             y_ring.index(slot))
@@ -86,6 +92,17 @@ def _split(x):
 
 
 @gluon.jit
+def _fragment(x_ring, slot, x_layout: gl.constexpr, X_K_MAJOR: gl.constexpr):
+    """(hi, lo) of X's [BP, BK] tile in ring slot `slot`, in registers as wgmma's first
+    operand: X stored [BK, BP] (MN-major) or with X_K_MAJOR [BP, BK]."""
+    if X_K_MAJOR:
+        x = x_ring.index(slot).load(x_layout)
+    else:
+        x = x_ring.index(slot).permute((1, 0)).load(x_layout)
+    return _split(x)
+
+
+@gluon.jit
 def _step(xh, xl, y, ylo, hi_acc, lo_acc, fresh):
     """One K step's three wgmmas (async, three commit groups); fresh: hi_acc starts over
     (the wgmma's scale-d off: no other instruction may write an accumulator between
@@ -99,7 +116,7 @@ def _step(xh, xl, y, ylo, hi_acc, lo_acc, fresh):
 @gluon.jit
 def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q, K, c_desc,
          epi, BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
-         OUT_T: gl.constexpr, PERIOD: gl.constexpr):
+         OUT_T: gl.constexpr, PERIOD: gl.constexpr, X_K_MAJOR: gl.constexpr):
     """The wgmma warpgroups: one K step's wgmmas left in flight, its X fragments kept until
     the wait that retires them; a loop turn is one flush period of PERIOD steps (even), at
     whose end hi_acc joins acc. The tile goes out through shared memory by TMA
@@ -116,7 +133,7 @@ def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
     for tile in range(first, tiles, walkers):
         off_q, off_p = tile_origin(tile, gl.cdiv(Q, BQ), columns, BQ, BP, GROUP_M)
         mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
-        xh, xl = _split(x_ring.index(step % STAGES).permute((1, 0)).load(x_layout))
+        xh, xl = _fragment(x_ring, step % STAGES, x_layout, X_K_MAJOR)
         yh = xh
         yl = xl
         acc = gl.zeros([BP, BQ], gl.float32, mma_layout)
@@ -136,7 +153,7 @@ def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
                 _release(empty, (slot + STAGES - 1) % STAGES, 0, i > 0, 1, THREADS)
                 odd = (slot + 1) % STAGES
                 mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
-                yh, yl = _split(x_ring.index(odd).permute((1, 0)).load(x_layout))
+                yh, yl = _fragment(x_ring, odd, x_layout, X_K_MAJOR)
                 hi_acc, lo_acc = _step(yh, yl, y_ring.index(odd).permute((1, 0)),
                                        ylo_ring.index(odd).permute((1, 0)), hi_acc, lo_acc,
                                        False)
@@ -153,7 +170,7 @@ def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
                 if i + 2 < k_steps:
                     even = (slot + 2) % STAGES
                     mbarrier.wait(ready.index(even), ((step + i + 2) // STAGES) & 1)
-                    xh, xl = _split(x_ring.index(even).permute((1, 0)).load(x_layout))
+                    xh, xl = _fragment(x_ring, even, x_layout, X_K_MAJOR)
         _keep(yh)  # the last step retired at its period's end
         _keep(yl)
         step += k_steps
@@ -169,12 +186,16 @@ def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
 def _split_fed_kernel(x_desc, y_desc, ylo_desc, c_desc, P, Q, K,
                       BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr,
                       STAGES: gl.constexpr, GROUP_M: gl.constexpr, OUT_T: gl.constexpr,
-                      LOADER_REGS: gl.constexpr, PERIOD: gl.constexpr):
+                      LOADER_REGS: gl.constexpr, PERIOD: gl.constexpr,
+                      X_K_MAJOR: gl.constexpr = False):
     """acc = X^T Y^T in 3xTF32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
-    boxes), Y and its remainder (Q, K) K-contiguous through y_desc and ylo_desc ([BQ, BK]);
+    boxes; with X_K_MAJOR (P, K) K-contiguous, [BP, BK]), Y and its remainder (Q, K) K-contiguous through y_desc and ylo_desc ([BQ, BK]);
     C fp32 through c_desc ([BQ / 8, BP] boxes of C (Q, P) = acc^T with OUT_T, else
     [BP, BQ / 8] of C (P, Q) = acc). Persistent, tiles in grouped order."""
-    x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BP], x_desc.layout)
+    if X_K_MAJOR:
+        x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BP, BK], x_desc.layout)
+    else:
+        x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BP], x_desc.layout)
     y_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BQ, BK], y_desc.layout)
     ylo_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BQ, BK], ylo_desc.layout)
     epi = gl.allocate_shared_memory(gl.float32, [2] + c_desc.block_type.shape, c_desc.layout)
@@ -185,24 +206,28 @@ def _split_fed_kernel(x_desc, y_desc, ylo_desc, c_desc, P, Q, K,
         mbarrier.init(empty.index(s), count=1)
     gl.warp_specialize([
         (_mma, (x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q, K,
-                c_desc, epi, BP, BQ, BK, GROUP_M, OUT_T, PERIOD)),
+                c_desc, epi, BP, BQ, BK, GROUP_M, OUT_T, PERIOD, X_K_MAJOR)),
         (_loader, (x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
-                   K, c_desc, epi, BP, BQ, BK, GROUP_M, OUT_T, PERIOD)),
+                   K, c_desc, epi, BP, BQ, BK, GROUP_M, OUT_T, PERIOD, X_K_MAJOR)),
     ], [1], [LOADER_REGS])
 
 
 def operands(a: torch.Tensor, b: torch.Tensor):
-    """(X, Y, OUT_T, y_is) for 2-D a (M, K), b (K, N) in the nn or tt layout, else None:
-    X (K, P) P-contiguous, Y (Q, K) K-contiguous, y_is "a" (nn) or "b" (tt)."""
+    """(X, Y, OUT_T, X_K_MAJOR) for 2-D a (M, K), b (K, N) in the nn, tt or nt layout, else
+    None: Y (Q, K) K-contiguous, X (K, P) P-contiguous or with X_K_MAJOR (P, K)
+    K-contiguous; acc = X^T Y^T is C^T with OUT_T. nt takes the operand with fewer rows
+    as Y, whose remainder is copied."""
     if a.stride(1) == 1 and b.stride(1) == 1 and b.stride(0) != 1:  # nn: C^T = B^T A^T
-        return b, a, True, "a"
+        return b, a, True, False
     if a.stride(0) == 1 and a.stride(1) != 1 and b.stride(0) == 1:  # tt: C = A B
-        return a.T, b.T, False, "b"
+        return a.T, b.T, False, False
+    if a.stride(1) == 1 and b.stride(0) == 1 and b.stride(1) != 1:  # nt
+        return (a, b.T, False, True) if a.shape[0] >= b.shape[1] else (b.T, a, True, True)
     return None
 
 
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether fp32 a (M, K) and b (K, N) in the nn or tt layout and a fp32 out (M, N) with
+    """Whether fp32 a (M, K) and b (K, N) in the nn, tt or nt layout and a fp32 out (M, N) with
     unit column stride, all three as TMA reads and writes them, can run here: on a Hopper
     GPU, outside the interpreter."""
     if INTERPRETER or not (a.dtype == b.dtype == out.dtype == torch.float32):
@@ -221,16 +246,17 @@ def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
 
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, y_lo: torch.Tensor, out: torch.Tensor,
               sms: int) -> torch.Tensor:
-    """out = a @ b in 3xTF32 for operands supports() accepts; y_lo: the remainder of the
-    K-major operand (operands()' Y, a for nn, b^T for tt) as copy.remainder_job writes it,
+    """out = a @ b in 3xTF32 for operands supports() accepts; y_lo: the remainder of
+    operands()' Y (a for nn, b^T for tt, the one with fewer rows for nt) as
+    copy.remainder_job writes it,
     (Q, Kp) K-contiguous, Kp >= K; sms: the GPU's SM count. Returns out."""
-    x, y, out_t, _ = operands(a, b)
-    p, q, k = x.shape[1], y.shape[0], a.shape[1]
-    args = (_descriptor(x, [BK, BP]), _descriptor(y, [BQ, BK]),
+    x, y, out_t, x_k_major = operands(a, b)
+    p, q, k = x.shape[0 if x_k_major else 1], y.shape[0], a.shape[1]
+    args = (_descriptor(x, [BP, BK] if x_k_major else [BK, BP]), _descriptor(y, [BQ, BK]),
             _descriptor(y_lo[:, :k], [BQ, BK]),
             _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, k)
     constexprs = {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
-                  "OUT_T": out_t, "LOADER_REGS": LOADER_REGS,
+                  "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "X_K_MAJOR": x_k_major,
                   "PERIOD": hi_flush_k(k) // BK, "num_warps": WARPS,
                   "maxnreg": MAX_REGISTERS}
     grid = programs(BP, BQ, p, q, sms, half_tail=False)
