@@ -46,8 +46,9 @@ def test_tf32_nn_and_tt_plans_take_the_register_fed_kernel_with_their_copy_behin
                                   "padded", "small"])
 def test_other_products_keep_their_plans(case):
     """Both operands K-major (nt) need no copy; both MN-major (tn) are both staged; 16-bit
-    wgmma reads either layout; tf32x3 and ieee have their own paths; batches, GPUs without
-    TMA, unaligned (padded) and small products never reach the persistent plan."""
+    wgmma reads either layout; tf32x3 and ieee have their own paths (tf32x3's register-fed
+    kernel is kernels/split_fed.py: tests/test_split_fed.py); batches, GPUs without TMA,
+    unaligned (padded) and small products never reach the persistent plan."""
     args = {"nt": (_ops(4096, 4096, 4096, "row", "col"), "tf32", True),
             "tn": (_ops(4096, 4096, 4096, "col", "row"), "tf32", True),
             "fp16": (_ops(4096, 4096, 4096, "row", "row", torch.float16), "half", True),
@@ -58,7 +59,11 @@ def test_other_products_keep_their_plans(case):
             "padded": (_ops(4097, 4097, 4097, "row", "row"), "tf32", True),
             "small": (_ops(512, 512, 512, "row", "row"), "tf32", True)}[case]
     (a, b), precision, tma = args
-    assert not dispatch.plan(a, b, precision, SMS, tma).register_fed
+    p = dispatch.plan(a, b, precision, SMS, tma)
+    if precision == "tf32x3":
+        assert p == dispatch.SPLIT_FED_PLAN
+    else:
+        assert not p.register_fed
 
 
 @requires_kernels
