@@ -1,10 +1,10 @@
 """Probe: kernels/split_fed.py (3xTF32 with one operand split in registers) beside cuBLAS
-SGEMM, the library's tf32x3 path and the staged halves (dispatch.SPLIT_TF32), nn, tt or nt,
-in interleaved rounds after an L2 flush (bench.gpu_median_ms): the kernel with its
-remainder copy, the kernel alone on a staged remainder, and each one's relative error
-against float64 beside SGEMM's.
+SGEMM, the library's tf32x3 path and the staged halves (dispatch.SPLIT_TF32), any layout,
+in interleaved rounds after an L2 flush (bench.gpu_median_ms): the kernel with its copy of
+Y's remainder (or halves, tn), the kernel alone on staged ones, and each one's relative
+error against float64 beside SGEMM's.
 
-    python perf/split_fed_probe.py [--sizes 4096,8192] [--layouts nn,tt,nt] [--rounds 3]
+    python perf/split_fed_probe.py [--sizes 4096,8192] [--layouts nn,tt,nt,tn] [--rounds 3]
         [--tiles BQ,BK,STAGES ...] [--flush K]
 
 --tiles: more tiles of the kernel alone (the module's constants set for the call); --flush:
@@ -36,18 +36,24 @@ from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
 from triton_gemm.tolerances import rel_error  # noqa: E402
 
 
-def with_remainder(a, b, out, sms):
-    """split_fed on (a, b), Y's remainder copied first, as dispatch would."""
-    _, y, _, _ = split_fed.operands(a, b)
-    job = copy.remainder_job(y[None], (1, y.shape[0], padded_extent(y.shape[1], 4)))
+def staged_y(a, b):
+    """(Y's hi half, Y's remainder) as dispatch stages them for split_fed, kept (cloned out
+    of the scratch they are written to)."""
+    y = split_fed.operands(a, b)[1]
+    shape = (1, y.shape[0], padded_extent(y.shape[1], 4))
+    if split_fed.y_staged(y):
+        job = copy.split_job(y[None], shape)
+        copy.copy_jobs(job)
+        return job.dst[0].clone(), job.lo[0].clone()
+    job = copy.remainder_job(y[None], shape)
     copy.copy_jobs(job)
-    return split_fed.matmul_2d(a, b, job.dst[0], out, sms)
+    return y, job.dst[0].clone()
 
 
-def run_tile(a, b, y_lo, out, sms, bq, bk, stages):
+def run_tile(a, b, y_hi, y_lo, out, sms, bq, bk, stages):
     """split_fed.matmul_2d at this tile (the module's constants set for the call)."""
     with constants(split_fed, BQ=bq, BK=bk, STAGES=stages):
-        return split_fed.matmul_2d(a, b, y_lo, out, sms)
+        return split_fed.matmul_2d(a, b, y_hi, y_lo, out, sms)
 
 
 def main() -> int:
@@ -71,24 +77,22 @@ def main() -> int:
             b = b if layout[1] == "n" else b.t().contiguous().t()
             ref = a.double() @ b.double()
             out = torch.empty(size, size, device="cuda")
-            _, y, _, _ = split_fed.operands(a, b)
-            job = copy.remainder_job(y[None], (1, size, padded_extent(size, 4)))
-            copy.copy_jobs(job)
-            y_lo = job.dst[0].clone()
+            y_hi, y_lo = staged_y(a, b)
             fns = {"cublas sgemm": lambda a=a, b=b: a @ b,
                    "library tf32x3": lambda a=a, b=b: triton_gemm.matmul(
                        a, b, precision="tf32x3"),
                    "staged halves": lambda a=a, b=b, out=out: dispatch.run(
                        a[None], b[None], out[None], precision="tf32x3",
                        force=dispatch.SPLIT_TF32)[0],
-                   "split_fed + copy": lambda a=a, b=b, out=out: with_remainder(a, b, out, sms),
-                   "split_fed alone": lambda a=a, b=b, out=out, y_lo=y_lo:
-                       split_fed.matmul_2d(a, b, y_lo, out, sms)}
+                   "split_fed + copy": lambda a=a, b=b, out=out: (
+                       dispatch._split_fed_run(a, b, out), out)[1],
+                   "split_fed alone": lambda a=a, b=b, out=out, y_hi=y_hi, y_lo=y_lo:
+                       split_fed.matmul_2d(a, b, y_hi, y_lo, out, sms)}
             for spec in args.tiles:
                 bq, bk, st = (int(v) for v in spec.split(","))
                 fns[f"alone {bq}x{bk} s{st}"] = (
-                    lambda a=a, b=b, out=out, y_lo=y_lo, bq=bq, bk=bk, st=st:
-                    run_tile(a, b, y_lo, out, sms, bq, bk, st))
+                    lambda a=a, b=b, out=out, y_hi=y_hi, y_lo=y_lo, bq=bq, bk=bk, st=st:
+                    run_tile(a, b, y_hi, y_lo, out, sms, bq, bk, st))
             for name, fn in fns.items():
                 out.fill_(float("nan"))
                 got = fn()

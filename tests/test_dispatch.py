@@ -527,14 +527,14 @@ def test_sixteen_byte_rows_on_the_tma_kernel_compute_the_product(dtype, precisio
 def test_tf32x3_stages_halves_for_large_products_with_aligned_output_rows():
     """The split plan where it measured faster: persistent tile counts and outputs TMA can
     store; 4097 columns (pointer-stored output) and 1000^3 (64 tiles) keep the old paths.
-    nn, tt and nt go to kernels/split_fed.py first (SPLIT_FED_PLAN: the staged halves stay
-    for calls it cannot take); tn (both operands MN-major) and padded operands stage both."""
+    Every layout goes to kernels/split_fed.py first (SPLIT_FED_PLAN: the staged halves stay
+    for calls it cannot take); padded operands stage both."""
     sms = 132
     assert dispatch.plan(*_ops(4096, 4096, 4096), "tf32x3", sms) == dispatch.SPLIT_FED_PLAN
     assert dispatch.plan(*_ops(4096, 4096, 4096, "col", "col"), "tf32x3", sms) == \
         dispatch.SPLIT_FED_PLAN
     assert dispatch.plan(*_ops(4096, 4096, 4096, "col", "row"), "tf32x3", sms) == \
-        dispatch.SPLIT_TF32
+        dispatch.SPLIT_FED_PLAN
     assert dispatch.plan(*_padded_rows(3000, 3000, 3000, torch.float32), "tf32x3", sms) == \
         dispatch.SPLIT_TF32
     assert not dispatch.plan(*_ops(4097, 4097, 4097), "tf32x3", sms).split_tf32

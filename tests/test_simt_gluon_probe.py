@@ -39,12 +39,12 @@ def test_a_probed_split_fed_tile_leaves_the_kernels_constants_as_they_were(monke
     from triton_gemm.kernels import split_fed
     seen = {}
 
-    def launch(a, b, y_lo, out, sms):
+    def launch(a, b, y_hi, y_lo, out, sms):
         seen["tile"] = (split_fed.BQ, split_fed.BK, split_fed.STAGES)
         raise RuntimeError("no GPU here")
     monkeypatch.setattr(split_fed, "matmul_2d", launch)
     before = (split_fed.BQ, split_fed.BK, split_fed.STAGES)
     with pytest.raises(RuntimeError, match="no GPU"):
-        split_fed_probe.run_tile(*[torch.zeros(1)] * 4, 132, 64, 32, 6)
+        split_fed_probe.run_tile(*[torch.zeros(1)] * 5, 132, 64, 32, 6)
     assert seen["tile"] == (64, 32, 6)
     assert (split_fed.BQ, split_fed.BK, split_fed.STAGES) == before

@@ -80,9 +80,9 @@ def _hopper() -> bool:
 
 
 def test_the_kernel_refuses_what_it_cannot_read():
-    """supports(): never CPU tensors (nor the interpreter); on a Hopper GPU fp32 only, nn,
-    tt or nt (X the operand with more rows there), output rows of unit stride, and rows TMA
-    can read."""
+    """supports(): never CPU tensors (nor the interpreter); on a Hopper GPU fp32 only, any
+    layout (nt: X the operand with more rows; tn: Y staged), output rows of unit stride, and
+    X's and C's rows as TMA reads and writes them."""
     a, b, out = torch.empty(128, 64), torch.empty(64, 128), torch.empty(128, 128)
     assert not split_fed.supports(a, b, out)
     assert split_fed.operands(a, b)[2:] == (True, False)  # nn: C^T = B^T A^T, X = B
@@ -92,13 +92,15 @@ def test_the_kernel_refuses_what_it_cannot_read():
     assert flags == [False, True] and x.shape == (128, 64) and y.shape == (96, 64)
     x, y, *flags = split_fed.operands(a, torch.empty(256, 64).T)  # nt, more rows in B^T
     assert flags == [True, True] and x.shape == (256, 64) and y.shape == (128, 64)
-    assert split_fed.operands(a.T.contiguous().T, b) is None  # tn
+    x, y, *flags = split_fed.operands(a.T.contiguous().T, b)  # tn: Y = A, M-major
+    assert flags == [True, False] and x.shape == (64, 128) and split_fed.y_staged(y)
+    assert not split_fed.y_staged(split_fed.operands(a, b)[1])
     if not (torch.cuda.is_available() and _hopper()):
         return
     a, b, out = a.cuda(), b.cuda(), out.cuda()
     assert split_fed.supports(a, b, out)
     assert split_fed.supports(a, b.T.contiguous().T, out)  # nt
-    assert not split_fed.supports(a.T.contiguous().T, b, out)  # tn
+    assert split_fed.supports(a.T.contiguous().T, b, out)  # tn
     assert not split_fed.supports(a.half(), b.half(), out.half())
     assert not split_fed.supports(a, b, torch.empty(128, 128, device="cuda").T)
     # B's rows (K of them, N apart) off 16 bytes: TMA cannot read them.
@@ -107,13 +109,14 @@ def test_the_kernel_refuses_what_it_cannot_read():
 
 
 @gpu_only
-@pytest.mark.parametrize("layout", ["nn", "tt", "nt"])
+@pytest.mark.parametrize("layout", ["nn", "tt", "nt", "tn"])
 @pytest.mark.parametrize("m,n,k", [(128, 128, 16), (300, 272, 1000), (136, 520, 2052),
                                    (1000, 1500, 4096), (1500, 1000, 1024)])
 def test_split_fed_kernel_computes_the_product(m, n, k, layout):
     """One tile; edges of both tile sides (TMA reads zeros past them and clips the store);
     K off the 16-deep step and off a flush period (K < 2048 flushes every 64, from 2048
-    every 128), several tiles a program; NaN-poisoned output, tf32x3's tolerance."""
+    every 128), several tiles a program; every layout (tn with Y's halves staged, the others
+    with its remainder); NaN-poisoned output, tf32x3's tolerance."""
     if not _hopper():
         pytest.skip("kernels/split_fed.py needs Hopper (sm_90)")
     a = randn(m, k) if layout[0] == "n" else randn(k, m).T
@@ -129,16 +132,15 @@ def test_split_fed_kernel_computes_the_product(m, n, k, layout):
 @gpu_only
 @pytest.mark.parametrize("layout", ["nn", "tt", "nt", "tn"])
 def test_matmul_runs_large_tf32x3_products_on_the_split_fed_kernel(layout):
-    """Through the public API: nn, tt and nt take the kernel where the staged split plan
-    would run; tn and addmm (an epilogue) the staged halves, all within tf32x3's
-    tolerance."""
+    """Through the public API: every layout takes the kernel where the staged split plan
+    would run; addmm (an epilogue) the staged halves, both within tf32x3's tolerance."""
     if not _hopper():
         pytest.skip("kernels/split_fed.py needs Hopper (sm_90)")
     m, n, k = 2560, 2560, 1024
     a = randn(m, k) if layout[0] == "n" else randn(k, m).T
     b = randn(k, n) if layout[1] == "n" else randn(n, k).T
     out = triton_gemm.matmul(a, b, precision="tf32x3")
-    assert (last_config() == SF_NAME) == (layout != "tn"), last_config()
+    assert last_config() == SF_NAME
     assert_close(out, a.double() @ b.double(), torch.float32, "tf32x3", layout,
                  operands=(a, b))
     bias = randn(n)

@@ -45,9 +45,9 @@ kernel's hi accumulator flushed every 256 K; at the current 128 the report has 4
 1.341), 3000^3 padded rows 0.587 vs 0.816. Not where the output rows are unaligned (4097^3:
 60.9 vs 67.1 TFLOPS padded, in-loop split, with an earlier split kernel), K is short
 (SPLIT_TF32_MIN_K), tiles are too few per SM (SPLIT_TF32_MIN_TILES_PER_SM), or copying the
-halves costs more than the faster kernel saves (_halves_pay). Where such a product is nn, tt
-or nt, kernels/split_fed.py splits one operand in registers instead (SPLIT_FED): only the
-other operand's remainder is copied.
+halves costs more than the faster kernel saves (_halves_pay). kernels/split_fed.py takes
+such products (SPLIT_FED): it splits one operand in registers, and only the other operand's
+remainder is copied (for tn, both MN-major, its two halves).
 
 A thin fringe of output columns (or rows, B K-major) that would cost the persistent kernel a
 whole wave of tiles (4097^3: 561 tiles of 128x256, five waves on 132 SMs; 528 without the last
@@ -156,10 +156,11 @@ STAGE_MIN_MNK = 768 ** 3
 # PERSISTENT_TILE tiles than SMs (1024^3) stay on the plain kernel; between those and 2048^3
 # the kernel takes them unmeasured.
 REGISTER_FED = True
-# tf32x3 products the staged split plan takes (SPLIT_TF32, below), nn, tt or nt, run on
-# kernels/split_fed.py instead where run() finds it can take the call (single, no epilogue,
-# TMA-aligned as given): one operand split in registers, only the other one's remainder
-# copied (8 bytes an element of it, against 20 for both operands' halves).
+# tf32x3 products the staged split plan takes (SPLIT_TF32, below) run on kernels/split_fed.py
+# instead where run() finds it can take the call (single, no epilogue, TMA-aligned as
+# given): one operand split in registers, only the other one's remainder copied (8 bytes an
+# element of it, against 20 for both operands' halves), or for tn (both operands MN-major)
+# its two halves (12 bytes an element, against 24).
 # perf/split_fed_probe.py, H100, eager after an L2 flush, three interleaved rounds, us
 # (ratio to cuBLAS SGEMM in the same run), with the copy, against the staged plan: 8192^3 nn
 # 9929 (2.17x) vs 10476 (2.05x), tt 9831 (2.22x) vs 10778 (2.03x); 4096^3 nn, the kernel
@@ -324,8 +325,8 @@ class Plan(NamedTuple):
     wave_rows: int | None = None  # persistent plans: the first launch takes these rows
                                   # (whole waves of tiles), a second the rest (_wave_rows)
     register_fed: bool = False  # tf32 nn / tt: the register-fed kernel (tf32x3 with
-                                # split_tf32, nn / tt / nt: kernels/split_fed.py), where
-                                # run() finds it can take the call; else the rest of the plan
+                                # split_tf32: kernels/split_fed.py), where run() finds it
+                                # can take the call; else the rest of the plan
 
     @property
     def copies(self) -> bool:
@@ -339,12 +340,6 @@ SPLIT_FED_PLAN = SPLIT_TF32._replace(register_fed=True)
 TRANSPOSED = Plan(False, False, False, transposed=True)
 GEMV = Plan(False, False, False, gemv=True)
 FMA_TRANSPOSED = Plan(False, False, False, split_k=True, transposed=True, b_n_major=True)
-
-
-def _split_fed_layout(sa: tuple, sb: tuple) -> bool:
-    """3-D operands' strides in a layout kernels/split_fed.py takes: nn (B row-major), tt
-    (A M-major, B K-major) or nt (A row-major, B K-major); not tn (both MN-major)."""
-    return sb[1] == 1 or (sa[2] == 1 and sb[2] == 1)
 
 
 def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
@@ -437,7 +432,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # The halves are fresh copies whatever the layout: they replace padding and K-major
         # staging alike. Only where the (new, row-major) output takes a TMA store: a pointer
         # store's conversion buffer leaves the split tiles short of shared memory.
-        if SPLIT_FED and batch == 1 and not pad and _split_fed_layout(sa, sb):
+        if SPLIT_FED and batch == 1 and not pad:
             return SPLIT_FED_PLAN  # the staged halves stay for calls it cannot take
         return SPLIT_TF32
     if (REGISTER_FED and precision == "tf32" and persistent and not pad and direct is None
@@ -918,12 +913,16 @@ def _fringe(a, b, out, d, rows: int, cols: int, partials, beside: bool = False,
 
 
 def _split_fed_run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    """out = a @ b (2-D) in 3xTF32 on kernels/split_fed.py: the remainder of its K-major
-    operand copied (remainder_job, into scratch), the kernel reading the rest as given."""
+    """out = a @ b (2-D) in 3xTF32 on kernels/split_fed.py: the remainder of its operand Y
+    copied (remainder_job, into scratch), or where Y is not K-major as TMA reads it (tn)
+    both its halves (split_job); the kernel reads the rest as given."""
     y = _split_fed.operands(a, b)[1]
-    job = remainder_job(y[None], (1, y.shape[0], padded_extent(y.shape[1], 4)))
+    shape = (1, y.shape[0], padded_extent(y.shape[1], 4))
+    staged = _split_fed.y_staged(y)
+    job = (split_job if staged else remainder_job)(y[None], shape)
     copy_jobs(job)
-    _split_fed.matmul_2d(a, b, job.dst[0], out, _persistent.gpu_sms(a.device)[0])
+    y_hi, y_lo = (job.dst[0], job.lo[0]) if staged else (y, job.dst[0])
+    _split_fed.matmul_2d(a, b, y_hi, y_lo, out, _persistent.gpu_sms(a.device)[0])
 
 
 def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,

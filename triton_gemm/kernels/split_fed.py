@@ -1,15 +1,16 @@
-"""3xTF32 (`precision="tf32x3"`) products with one operand split in registers: the nn, tt
-and nt layouts without a staged copy of that operand.
+"""3xTF32 (`precision="tf32x3"`) products with one operand split in registers, read as
+given: no staged copy of that operand in any layout.
 
 The staged split path (dispatch.SPLIT_TF32) writes each operand's tf32 halves to memory
 first: 12 bytes an element for a split operand, 8 for one read as given (dispatch.raw_side),
 452 us of 10.2 ms at 8192^3 on the H100. Here one operand X is register_fed.py's register
 operand: each fragment is rounded to tf32 and its remainder taken in registers, so X is
-read once, as given. X is the MN-major operand, stored (K, P) P-contiguous (nn: B, P = N;
-tt: A^T, P = M), or for nt, both operands K-major, the one with more rows, stored (P, K)
-K-contiguous (X_K_MAJOR). The other, Y, stored (Q, K) K-contiguous, goes to wgmma from shared
-memory as given, the tensor core dropping its low 13 bits (its hi half), beside Y's
-remainder (copy.remainder_job, the only copy: 8 bytes an element of Y).
+read once, as given. X is an MN-major operand, stored (K, P) P-contiguous (nn and tn: B,
+P = N; tt: A^T, P = M), or for nt, both operands K-major, the one with more rows, stored
+(P, K) K-contiguous (X_K_MAJOR). The other, Y, stored (Q, K) K-contiguous, goes to wgmma
+from shared memory as given, the tensor core dropping its low 13 bits (its hi half), beside
+Y's remainder (copy.remainder_job, the only copy: 8 bytes an element of Y); for tn, where Y
+(A) is M-major, both its halves are staged K-major (copy.split_job, 12 bytes an element).
 
 Per K step: hi x hi into hi_acc, X lo x Y hi and X hi x Y lo into lo_acc (lo x lo dropped,
 as the staged kernel does; X's remainder has either sign, so the dropped term is unbiased).
@@ -213,11 +214,11 @@ def _split_fed_kernel(x_desc, y_desc, ylo_desc, c_desc, P, Q, K,
 
 
 def operands(a: torch.Tensor, b: torch.Tensor):
-    """(X, Y, OUT_T, X_K_MAJOR) for 2-D a (M, K), b (K, N) in the nn, tt or nt layout, else
-    None: Y (Q, K) K-contiguous, X (K, P) P-contiguous or with X_K_MAJOR (P, K)
-    K-contiguous; acc = X^T Y^T is C^T with OUT_T. nt takes the operand with fewer rows
-    as Y, whose remainder is copied."""
-    if a.stride(1) == 1 and b.stride(1) == 1 and b.stride(0) != 1:  # nn: C^T = B^T A^T
+    """(X, Y, OUT_T, X_K_MAJOR) for 2-D a (M, K), b (K, N), else None: X (K, P)
+    P-contiguous or with X_K_MAJOR (P, K) K-contiguous, read as given; Y (Q, K), K-contiguous
+    as given except for tn (then staged: y_staged); acc = X^T Y^T is C^T with OUT_T. nt
+    takes the operand with fewer rows as Y, whose remainder is copied."""
+    if b.stride(1) == 1 and b.stride(0) != 1:  # nn, tn: C^T = B^T A^T
         return b, a, True, False
     if a.stride(0) == 1 and a.stride(1) != 1 and b.stride(0) == 1:  # tt: C = A B
         return a.T, b.T, False, False
@@ -226,17 +227,23 @@ def operands(a: torch.Tensor, b: torch.Tensor):
     return None
 
 
+def y_staged(y: torch.Tensor) -> bool:
+    """Whether operands()' Y needs a K-major copy of its halves (tn), not just its
+    remainder: it is not K-contiguous in rows TMA can read."""
+    return not (y.stride(1) == 1 and _tma_ok(y, y.stride(0)))
+
+
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether fp32 a (M, K) and b (K, N) in the nn, tt or nt layout and a fp32 out (M, N) with
-    unit column stride, all three as TMA reads and writes them, can run here: on a Hopper
-    GPU, outside the interpreter."""
+    """Whether fp32 a (M, K), b (K, N) and a fp32 out (M, N) with unit column stride can run
+    here: on a Hopper GPU, outside the interpreter, X (operands()) and out as TMA reads and
+    writes them (Y may be staged: y_staged)."""
     if INTERPRETER or not (a.dtype == b.dtype == out.dtype == torch.float32):
         return False
     if a.dim() != 2 or b.dim() != 2 or out.stride(1) != 1 or min(a.shape + b.shape) == 0:
         return False
     ops = operands(a, b)
     return (ops is not None and hopper(a.device) and _tma_ok(ops[0], ops[0].stride(0))
-            and _tma_ok(ops[1], ops[1].stride(0)) and _tma_ok(out, out.stride(0)))
+            and _tma_ok(out, out.stride(0)))
 
 
 def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
@@ -244,16 +251,17 @@ def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
-def matmul_2d(a: torch.Tensor, b: torch.Tensor, y_lo: torch.Tensor, out: torch.Tensor,
-              sms: int) -> torch.Tensor:
-    """out = a @ b in 3xTF32 for operands supports() accepts; y_lo: the remainder of
-    operands()' Y (a for nn, b^T for tt, the one with fewer rows for nt) as
-    copy.remainder_job writes it,
-    (Q, Kp) K-contiguous, Kp >= K; sms: the GPU's SM count. Returns out."""
-    x, y, out_t, x_k_major = operands(a, b)
-    p, q, k = x.shape[0 if x_k_major else 1], y.shape[0], a.shape[1]
-    args = (_descriptor(x, [BP, BK] if x_k_major else [BK, BP]), _descriptor(y, [BQ, BK]),
-            _descriptor(y_lo[:, :k], [BQ, BK]),
+def matmul_2d(a: torch.Tensor, b: torch.Tensor, y_hi: torch.Tensor, y_lo: torch.Tensor,
+              out: torch.Tensor, sms: int) -> torch.Tensor:
+    """out = a @ b in 3xTF32 for operands supports() accepts; y_hi, y_lo: operands()' Y
+    (a for nn and tn, b^T for tt, the one with fewer rows for nt) as wgmma reads its hi half
+    (Y itself, or for tn its rounded half as copy.split_job writes it) and its remainder
+    (copy.remainder_job, or split_job's), (Q, >= K) K-contiguous; sms: the GPU's SM count.
+    Returns out."""
+    x, _, out_t, x_k_major = operands(a, b)
+    p, q, k = x.shape[0 if x_k_major else 1], y_hi.shape[0], a.shape[1]
+    args = (_descriptor(x, [BP, BK] if x_k_major else [BK, BP]),
+            _descriptor(y_hi[:, :k], [BQ, BK]), _descriptor(y_lo[:, :k], [BQ, BK]),
             _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, k)
     constexprs = {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
                   "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "X_K_MAJOR": x_k_major,
