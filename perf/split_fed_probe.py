@@ -4,7 +4,8 @@ in interleaved rounds after an L2 flush (bench.gpu_median_ms): the kernel with i
 Y's remainder (or halves, tn), the kernel alone on staged ones, and each one's relative
 error against float64 beside SGEMM's.
 
-    python perf/split_fed_probe.py [--sizes 4096,8192] [--layouts nn,tt,nt,tn] [--rounds 3]
+    python perf/split_fed_probe.py [--sizes 4096,8192 | --shapes M,N,K ...]
+        [--layouts nn,tt,nt,tn] [--rounds 3]
         [--tiles BQ,BK,STAGES ...] [--flush K]
 
 --tiles: more tiles of the kernel alone (the module's constants set for the call); --flush:
@@ -58,7 +59,9 @@ def run_tile(a, b, y_hi, y_lo, out, sms, bq, bk, stages):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="4096,8192")
+    parser.add_argument("--sizes", default="4096,8192", help="squares")
+    parser.add_argument("--shapes", nargs="*", default=None, metavar="M,N,K",
+                        help="these shapes instead of --sizes' squares")
     parser.add_argument("--layouts", default="nn,tt,nt")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tiles", nargs="*", default=[])
@@ -69,14 +72,17 @@ def main() -> int:
     torch.manual_seed(0)
     sms = gpu_sms(torch.device("cuda"))[0]
     torch.backends.cuda.matmul.allow_tf32 = False
-    for size in (int(s) for s in args.sizes.split(",")):
+    shapes = ([tuple(int(v) for v in s.split(",")) for s in args.shapes] if args.shapes
+              else [(int(s),) * 3 for s in args.sizes.split(",")])
+    for m, n, k in shapes:
+        size = f"{m}x{n}x{k}"
         for layout in args.layouts.split(","):
-            a = torch.randn(size, size, device="cuda")
-            b = torch.randn(size, size, device="cuda")
+            a = torch.randn(m, k, device="cuda")
+            b = torch.randn(k, n, device="cuda")
             a = a if layout[0] == "n" else a.t().contiguous().t()
             b = b if layout[1] == "n" else b.t().contiguous().t()
             ref = a.double() @ b.double()
-            out = torch.empty(size, size, device="cuda")
+            out = torch.empty(m, n, device="cuda")
             y_hi, y_lo = staged_y(a, b)
             fns = {"cublas sgemm": lambda a=a, b=b: a @ b,
                    "library tf32x3": lambda a=a, b=b: triton_gemm.matmul(
@@ -104,7 +110,7 @@ def main() -> int:
             for name, ts in times.items():
                 ms = statistics.median(ts)
                 print(f"{size} {layout} {name:18s} {ms * 1e3:9.1f} us "
-                      f"{2 * size ** 3 / ms / 1e9:6.1f} TFLOPS {base / ms:5.3f}x "
+                      f"{2 * m * n * k / ms / 1e9:6.1f} TFLOPS {base / ms:5.3f}x "
                       f"[{min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f}]", flush=True)
     return 0
 
