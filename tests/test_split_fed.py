@@ -148,3 +148,20 @@ def test_matmul_runs_large_tf32x3_products_on_the_split_fed_kernel(layout):
     assert last_config() != SF_NAME
     assert_close(out, bias.double() + a.double() @ b.double(), torch.float32, "tf32x3",
                  f"{layout} addmm", operands=(a, b))
+
+
+@gpu_only
+@pytest.mark.parametrize("layout", ["nn", "tt", "nt", "tn"])
+def test_operands_inside_wider_buffers(layout):
+    """Operands that are views with padded row strides (16-byte multiples: TMA reads them
+    in place), through the API: the kernel runs on them as given, NaN-poisoned out=."""
+    if not _hopper():
+        pytest.skip("kernels/split_fed.py needs Hopper (sm_90)")
+    m, n, k = 2560, 2688, 1536
+    a = randn(m, k + 12)[:, :k] if layout[0] == "n" else randn(k, m + 20)[:, :m].T
+    b = randn(k, n + 8)[:, :n] if layout[1] == "n" else randn(n, k + 4)[:, :k].T
+    out = torch.full((m, n), float("nan"), device=a.device)
+    triton_gemm.matmul(a, b, precision="tf32x3", out=out)
+    assert last_config() == SF_NAME
+    assert_close(out, a.double() @ b.double(), torch.float32, "tf32x3", f"{layout} views",
+                 operands=(a, b))

@@ -432,8 +432,10 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # The halves are fresh copies whatever the layout: they replace padding and K-major
         # staging alike. Only where the (new, row-major) output takes a TMA store: a pointer
         # store's conversion buffer leaves the split tiles short of shared memory.
-        if SPLIT_FED and batch == 1 and not pad:
-            return SPLIT_FED_PLAN  # the staged halves stay for calls it cannot take
+        if SPLIT_FED and batch == 1:
+            # TMA reads rows of 16-byte multiples as they are (ALIGN elements or not); the
+            # staged halves stay for calls the kernel cannot take (run()).
+            return SPLIT_FED_PLAN
         return SPLIT_TF32
     if (REGISTER_FED and precision == "tf32" and persistent and not pad and direct is None
             and core is None and wave_rows is None and not mid_m and a_k_major != b_k_major):
