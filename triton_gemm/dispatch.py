@@ -157,7 +157,7 @@ STAGE_MIN_MNK = 768 ** 3
 # the kernel takes them unmeasured.
 REGISTER_FED = True
 # tf32x3 products the staged split plan takes (SPLIT_TF32, below) run on kernels/split_fed.py
-# instead where run() finds it can take the call (single, no epilogue, TMA-aligned as
+# instead where run() finds it can take the call (single, no activation, TMA-aligned as
 # given): one operand split in registers, only the other one's remainder copied (8 bytes an
 # element of it, against 20 for both operands' halves), or for tn (both operands MN-major)
 # its two halves (12 bytes an element, against 24).
@@ -821,9 +821,10 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
                 and _register_fed.supports(a[0], b[0], out[0])):
             _register_fed.matmul_2d(a[0], b[0], out[0], _persistent.gpu_sms(a.device)[0])
             return out
-        if (precision == "tf32x3" and single and p.split_tf32
-                and _split_fed.supports(a[0], b[0], out[0])):
-            _split_fed_run(a[0], b[0], out[0])
+        d2 = None if d is None else d.expand(out.shape)[0]
+        if (precision == "tf32x3" and activation == 0 and a.shape[0] == 1 and p.split_tf32
+                and _split_fed.supports(a[0], b[0], out[0], d2)):
+            _split_fed_run(a[0], b[0], out[0], d2, alpha=alpha, beta=beta)
             return out
         p = p._replace(register_fed=False)
     lo = None
@@ -914,17 +915,21 @@ def _fringe(a, b, out, d, rows: int, cols: int, partials, beside: bool = False,
                           None if d is None else d[rows:, :cols], **epilogue)
 
 
-def _split_fed_run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    """out = a @ b (2-D) in 3xTF32 on kernels/split_fed.py: the remainder of its operand Y
-    copied (remainder_job, into scratch), or where Y is not K-major as TMA reads it (tn)
-    both its halves (split_job); the kernel reads the rest as given."""
+def _split_fed_run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+                   d: torch.Tensor | None = None, *, alpha: float = 1.0,
+                   beta: float = 0.0) -> None:
+    """out = alpha * a @ b + beta * d (2-D; d None or broadcast to out) in 3xTF32 on
+    kernels/split_fed.py: the remainder of its operand Y copied (remainder_job, into
+    scratch), or where Y is not K-major as TMA reads it (tn) both its halves (split_job);
+    the kernel reads the rest as given."""
     y = _split_fed.operands(a, b)[1]
     shape = (1, y.shape[0], padded_extent(y.shape[1], 4))
     staged = _split_fed.y_staged(y)
     job = (split_job if staged else remainder_job)(y[None], shape)
     copy_jobs(job)
     y_hi, y_lo = (job.dst[0], job.lo[0]) if staged else (y, job.dst[0])
-    _split_fed.matmul_2d(a, b, y_hi, y_lo, out, _persistent.gpu_sms(a.device)[0])
+    _split_fed.matmul_2d(a, b, y_hi, y_lo, out, _persistent.gpu_sms(a.device)[0], d,
+                         alpha=alpha, beta=beta)
 
 
 def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,

@@ -19,7 +19,8 @@ truncates its adds), starting over through wgmma's scale-d. Three accumulators o
 and two steps' fragments of X in flight (register_fed's hazard rule: each kept until the
 wait that retires its wgmmas) fit 240 registers at 128 x 128 tiles 16 deep.
 
-Hopper only; no interpreter; no epilogue, no clusters.
+The epilogue takes alpha and beta * D (addmm, a linear layer's bias), not activations.
+Hopper only; no interpreter; no clusters.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .common import INTERPRETER, hopper, record, run_kernel
+from .common import INTERPRETER, epilogue_input, hopper, needs_int64, record, run_kernel
 from .persistent import _tma_ok, hi_flush_k, programs, tile_origin
 from .register_fed import _keep, _release, _store_tile
 
@@ -104,6 +105,23 @@ def _fragment(x_ring, slot, x_layout: gl.constexpr, X_K_MAJOR: gl.constexpr):
 
 
 @gluon.jit
+def _epilogue(acc, d_ptr, stride_dm, stride_dn, beta, off_p, off_q, P, Q,
+              OUT_T: gl.constexpr, HAS_D: gl.constexpr):
+    """acc + beta * D over the tile at (off_p, off_q) of acc = X^T Y^T: D[q, p] with OUT_T
+    (acc is C^T's tile), else D[p, q]; D read by pointer, any strides (0: broadcast)."""
+    if HAS_D:
+        layout: gl.constexpr = acc.type.layout
+        p = off_p + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, layout))[:, None]
+        q = off_q + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, layout))[None, :]
+        if OUT_T:
+            offsets = q * stride_dm + p * stride_dn
+        else:
+            offsets = p * stride_dm + q * stride_dn
+        acc += beta * gl.load(d_ptr + offsets, mask=(p < P) & (q < Q), other=0.0)
+    return acc
+
+
+@gluon.jit
 def _step(xh, xl, y, ylo, hi_acc, lo_acc, fresh):
     """One K step's three wgmmas (async, three commit groups); fresh: hi_acc starts over
     (the wgmma's scale-d off: no other instruction may write an accumulator between
@@ -116,8 +134,9 @@ def _step(xh, xl, y, ylo, hi_acc, lo_acc, fresh):
 
 @gluon.jit
 def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q, K, c_desc,
-         epi, BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
-         OUT_T: gl.constexpr, PERIOD: gl.constexpr, X_K_MAJOR: gl.constexpr):
+         epi, d_ptr, stride_dm, stride_dn, alpha, beta, BP: gl.constexpr, BQ: gl.constexpr,
+         BK: gl.constexpr, GROUP_M: gl.constexpr, OUT_T: gl.constexpr, PERIOD: gl.constexpr,
+         X_K_MAJOR: gl.constexpr, HAS_D: gl.constexpr):
     """The wgmma warpgroups: one K step's wgmmas left in flight, its X fragments kept until
     the wait that retires them; a loop turn is one flush period of PERIOD steps (even), at
     whose end hi_acc joins acc. The tile goes out through shared memory by TMA
@@ -179,20 +198,25 @@ def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
         # As the staged kernel: a non-finite remainder sum (inf x 0 = NaN) is dropped; the
         # hi products carry every infinity of the true product.
         acc += gl.where(gl.abs(lo_acc) < float("inf"), lo_acc, 0.0)
+        acc = _epilogue(acc * alpha, d_ptr, stride_dm, stride_dn, beta, off_p, off_q, P, Q,
+                        OUT_T, HAS_D)
         _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T, BP, BQ)
     tma.store_wait(0)
 
 
 @gluon.jit
-def _split_fed_kernel(x_desc, y_desc, ylo_desc, c_desc, P, Q, K,
+def _split_fed_kernel(x_desc, y_desc, ylo_desc, c_desc, P, Q, K, d_ptr, stride_dm,
+                      stride_dn, alpha, beta,
                       BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr,
                       STAGES: gl.constexpr, GROUP_M: gl.constexpr, OUT_T: gl.constexpr,
                       LOADER_REGS: gl.constexpr, PERIOD: gl.constexpr,
-                      X_K_MAJOR: gl.constexpr = False):
+                      X_K_MAJOR: gl.constexpr = False, HAS_D: gl.constexpr = False):
     """acc = X^T Y^T in 3xTF32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
     boxes; with X_K_MAJOR (P, K) K-contiguous, [BP, BK]), Y and its remainder (Q, K) K-contiguous through y_desc and ylo_desc ([BQ, BK]);
     C fp32 through c_desc ([BQ / 8, BP] boxes of C (Q, P) = acc^T with OUT_T, else
-    [BP, BQ / 8] of C (P, Q) = acc). Persistent, tiles in grouped order."""
+    [BP, BQ / 8] of C (P, Q) = acc), as alpha * acc + beta * D with HAS_D (D (Q, P) with
+    OUT_T, else (P, Q), strides stride_dm, stride_dn), else alpha * acc. Persistent, tiles in
+    grouped order."""
     if X_K_MAJOR:
         x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BP, BK], x_desc.layout)
     else:
@@ -207,7 +231,8 @@ def _split_fed_kernel(x_desc, y_desc, ylo_desc, c_desc, P, Q, K,
         mbarrier.init(empty.index(s), count=1)
     gl.warp_specialize([
         (_mma, (x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q, K,
-                c_desc, epi, BP, BQ, BK, GROUP_M, OUT_T, PERIOD, X_K_MAJOR)),
+                c_desc, epi, d_ptr, stride_dm, stride_dn, alpha, beta, BP, BQ, BK, GROUP_M,
+                OUT_T, PERIOD, X_K_MAJOR, HAS_D)),
         (_loader, (x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
                    K, c_desc, epi, BP, BQ, BK, GROUP_M, OUT_T, PERIOD, X_K_MAJOR)),
     ], [1], [LOADER_REGS])
@@ -233,11 +258,15 @@ def y_staged(y: torch.Tensor) -> bool:
     return not (y.stride(1) == 1 and _tma_ok(y, y.stride(0)))
 
 
-def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether fp32 a (M, K), b (K, N) and a fp32 out (M, N) with unit column stride can run
-    here: on a Hopper GPU, outside the interpreter, X (operands()) and out as TMA reads and
-    writes them (Y may be staged: y_staged)."""
+def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+             d: torch.Tensor | None = None) -> bool:
+    """Whether fp32 a (M, K), b (K, N), a fp32 out (M, N) with unit column stride and the
+    epilogue's d (None, or broadcast to out's shape) can run here: on a Hopper GPU, outside
+    the interpreter, X (operands()) and out as TMA reads and writes them (Y may be staged:
+    y_staged), d's element offsets within int32 (the epilogue computes them so)."""
     if INTERPRETER or not (a.dtype == b.dtype == out.dtype == torch.float32):
+        return False
+    if d is not None and (d.dtype != torch.float32 or needs_int64(d)):
         return False
     if a.dim() != 2 or b.dim() != 2 or out.stride(1) != 1 or min(a.shape + b.shape) == 0:
         return False
@@ -252,19 +281,24 @@ def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
 
 
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, y_hi: torch.Tensor, y_lo: torch.Tensor,
-              out: torch.Tensor, sms: int) -> torch.Tensor:
-    """out = a @ b in 3xTF32 for operands supports() accepts; y_hi, y_lo: operands()' Y
-    (a for nn and tn, b^T for tt, the one with fewer rows for nt) as wgmma reads its hi half
-    (Y itself, or for tn its rounded half as copy.split_job writes it) and its remainder
+              out: torch.Tensor, sms: int, d: torch.Tensor | None = None, *,
+              alpha: float = 1.0, beta: float = 0.0) -> torch.Tensor:
+    """out = alpha * a @ b + beta * d in 3xTF32 for operands supports() accepts (d None:
+    out = alpha * a @ b; beta == 0: d ignored, NaN included); y_hi, y_lo: operands()' Y (a
+    for nn and tn, b^T for tt, the one with fewer rows for nt) as wgmma reads its hi half (Y
+    itself, or for tn its rounded half as copy.split_job writes it) and its remainder
     (copy.remainder_job, or split_job's), (Q, >= K) K-contiguous; sms: the GPU's SM count.
     Returns out."""
     x, _, out_t, x_k_major = operands(a, b)
     p, q, k = x.shape[0 if x_k_major else 1], y_hi.shape[0], a.shape[1]
+    has_d, d = epilogue_input(d, beta, out)
     args = (_descriptor(x, [BP, BK] if x_k_major else [BK, BP]),
             _descriptor(y_hi[:, :k], [BQ, BK]), _descriptor(y_lo[:, :k], [BQ, BK]),
-            _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, k)
+            _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, k,
+            d, d.stride(0), d.stride(1), float(alpha), float(beta))
     constexprs = {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
                   "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "X_K_MAJOR": x_k_major,
+                  "HAS_D": has_d,
                   "PERIOD": hi_flush_k(k) // BK, "num_warps": WARPS,
                   "maxnreg": MAX_REGISTERS}
     grid = programs(BP, BQ, p, q, sms, half_tail=False)
