@@ -165,7 +165,10 @@ REGISTER_FED = True
 # (ratio to cuBLAS SGEMM in the same run), with the copy, against the staged plan: 8192^3 nn
 # 9929 (2.17x) vs 10476 (2.05x), tt 9831 (2.22x) vs 10778 (2.03x); 4096^3 nn, the kernel
 # alone 1249 against 1325 for the whole staged plan (fortieth session). Same error (3.6e-7
-# at 4096^3, 3.8e-7 at 8192^3: the same flush interval and the same dropped term).
+# at 4096^3, 3.8e-7 at 8192^3: the same flush interval and the same dropped term). With the
+# epilogue's bias (linear, nt, H100, eager, us, median of six interleaved rounds [range]):
+# 8192^3 10105 [9582-11027] against 10361 [10222-11299] staged, without it 10123 against
+# 10543; 4096^3 (three rounds) 1278 against 1286. Activations keep the staged halves.
 SPLIT_FED = True
 
 # fp32 FMA dots (ieee, the plain kernel) run fastest on an M-contiguous A and an
