@@ -207,3 +207,32 @@ def test_the_epilogue_scales_and_adds_d(layout, d_kind):
     if beta:
         ref = ref + beta * d.double()
     assert_close(out, ref, torch.float32, "tf32x3", f"{layout} {d_kind}", operands=(a, b))
+
+
+def test_the_plan_tries_the_kernel_for_single_tf32x3_products_of_a_wave_of_tiles():
+    """dispatch.plan marks tf32x3 products for the kernel (register_fed) on top of the plan
+    made without it (the fallback): K at least SPLIT_TF32_MIN_K, C's rows 16-byte runs, at
+    least a wave of 128 x 128 tiles, a single product; staged-split sizes and smaller ones
+    alike (2048^3: the in-loop split beneath)."""
+    sms = 132
+    big = dispatch.plan(*_ops3(4096, 4096, 4096), "tf32x3", sms)
+    assert big == dispatch.SPLIT_FED_PLAN
+    mid = dispatch.plan(*_ops3(2048, 2048, 2048, "row", "col"), "tf32x3", sms)
+    assert mid.register_fed and not mid.split_tf32
+    assert mid._replace(register_fed=False) == dispatch._base_plan(
+        *_ops3(2048, 2048, 2048, "row", "col"), "tf32x3", sms, True)
+    assert dispatch.plan(*_ops3(1536, 1536, 1024), "tf32x3", sms).register_fed  # 144 tiles
+    for shape in ((1024, 1024, 4096),      # 64 tiles
+                  (8192, 8192, 1008),      # K under SPLIT_TF32_MIN_K
+                  (4096, 4097, 4096)):     # C's rows off 16 bytes
+        assert not dispatch.plan(*_ops3(*shape), "tf32x3", sms).register_fed, shape
+    batch = (torch.empty(2, 2048, 2048), torch.empty(2, 2048, 2048))
+    assert not dispatch.plan(*batch, "tf32x3", sms).register_fed
+    assert not dispatch.plan(*_ops3(4096, 4096, 4096), "tf32x3", sms, False).register_fed
+    assert not dispatch.plan(*_ops3(4096, 4096, 4096), "tf32", sms).split_tf32
+
+
+def _ops3(m, n, k, a_layout="row", b_layout="row"):
+    a = torch.empty(1, m, k) if a_layout == "row" else torch.empty(1, k, m).transpose(1, 2)
+    b = torch.empty(1, k, n) if b_layout == "row" else torch.empty(1, n, k).transpose(1, 2)
+    return a, b

@@ -156,11 +156,12 @@ STAGE_MIN_MNK = 768 ** 3
 # PERSISTENT_TILE tiles than SMs (1024^3) stay on the plain kernel; between those and 2048^3
 # the kernel takes them unmeasured.
 REGISTER_FED = True
-# tf32x3 products the staged split plan takes (SPLIT_TF32, below) run on kernels/split_fed.py
-# instead where run() finds it can take the call (single, no activation, TMA-aligned as
-# given): one operand split in registers, only the other one's remainder copied (8 bytes an
-# element of it, against 20 for both operands' halves), or for tn (both operands MN-major)
-# its two halves (12 bytes an element, against 24).
+# Single tf32x3 products of K >= SPLIT_TF32_MIN_K (its accuracy floor, as the staged split
+# kernel's) with at least a wave of PERSISTENT_TILE tiles run on kernels/split_fed.py where
+# run() finds it can take the call (no activation, TMA-aligned as given), else on the plan
+# made without it: one operand split in registers, only the other one's remainder copied
+# (8 bytes an element of it, against 20 for both operands' staged halves), or for tn (both
+# operands MN-major) its two halves (12 bytes an element, against 24).
 # perf/split_fed_probe.py, H100, eager after an L2 flush, three interleaved rounds, us
 # (ratio to cuBLAS SGEMM in the same run), with the copy, against the staged plan: 8192^3 nn
 # 9929 (2.17x) vs 10476 (2.05x), tt 9831 (2.22x) vs 10778 (2.03x); 4096^3 nn, the kernel
@@ -168,7 +169,12 @@ REGISTER_FED = True
 # at 4096^3, 3.8e-7 at 8192^3: the same flush interval and the same dropped term). With the
 # epilogue's bias (linear, nt, H100, eager, us, median of six interleaved rounds [range]):
 # 8192^3 10105 [9582-11027] against 10361 [10222-11299] staged, without it 10123 against
-# 10543; 4096^3 (three rounds) 1278 against 1286. Activations keep the staged halves.
+# 10543; 4096^3 (three rounds) 1278 against 1286. Activations keep the other plans.
+# Below the staged plan's sizes (SPLIT_TF32_MIN_TILES_PER_SM, _halves_pay) it beats the
+# in-loop split those run on (same probe, nt, the kernel with its copy, or alone where the
+# probe's unreplayed host work showed, against the library's plan then): 2048^3 159 vs 215,
+# 2048x2048x8192 645 vs 839, 1024x4096x4096 301 vs 423; 1536^3 (144 tiles, 1.09 waves)
+# alone 114 vs 163.
 SPLIT_FED = True
 
 # fp32 FMA dots (ieee, the plain kernel) run fastest on an M-contiguous A and an
@@ -366,6 +372,21 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     count (None: plain kernel only); tma: whether the persistent TMA kernel can run there
     (Hopper; default: whenever sms is given)."""
     tma = sms is not None if tma is None else tma
+    p = _base_plan(a, b, precision, sms, tma)
+    batch, m, k = a.shape
+    n = b.shape[2]
+    if (SPLIT_FED and precision == "tf32x3" and tma and sms is not None and batch == 1
+            and k >= SPLIT_TF32_MIN_K and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
+            and -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE) >= sms):
+        # kernels/split_fed.py first (SPLIT_FED); the plan otherwise made stays for the
+        # calls it cannot take (run()).
+        return p._replace(register_fed=True)
+    return p
+
+
+def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None,
+               tma: bool) -> Plan:
+    """plan() less split_fed's claim on tf32x3 products."""
     batch, m, k = a.shape
     n = b.shape[2]
     sa, sb = a.stride(), b.stride()
@@ -435,10 +456,6 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # The halves are fresh copies whatever the layout: they replace padding and K-major
         # staging alike. Only where the (new, row-major) output takes a TMA store: a pointer
         # store's conversion buffer leaves the split tiles short of shared memory.
-        if SPLIT_FED and batch == 1:
-            # TMA reads rows of 16-byte multiples as they are (ALIGN elements or not); the
-            # staged halves stay for calls the kernel cannot take (run()).
-            return SPLIT_FED_PLAN
         return SPLIT_TF32
     if (REGISTER_FED and precision == "tf32" and persistent and not pad and direct is None
             and core is None and wave_rows is None and not mid_m and a_k_major != b_k_major):
@@ -825,7 +842,7 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
             _register_fed.matmul_2d(a[0], b[0], out[0], _persistent.gpu_sms(a.device)[0])
             return out
         d2 = None if d is None else d.expand(out.shape)[0]
-        if (precision == "tf32x3" and activation == 0 and a.shape[0] == 1 and p.split_tf32
+        if (precision == "tf32x3" and activation == 0 and a.shape[0] == 1
                 and _split_fed.supports(a[0], b[0], out[0], d2)):
             _split_fed_run(a[0], b[0], out[0], d2, alpha=alpha, beta=beta)
             return out
