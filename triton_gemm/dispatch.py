@@ -45,9 +45,10 @@ kernel's hi accumulator flushed every 256 K; at the current 128 the report has 4
 1.341), 3000^3 padded rows 0.587 vs 0.816. Not where the output rows are unaligned (4097^3:
 60.9 vs 67.1 TFLOPS padded, in-loop split, with an earlier split kernel), K is short
 (SPLIT_TF32_MIN_K), tiles are too few per SM (SPLIT_TF32_MIN_TILES_PER_SM), or copying the
-halves costs more than the faster kernel saves (_halves_pay). kernels/split_fed.py takes
-such products (SPLIT_FED): it splits one operand in registers, and only the other operand's
-remainder is copied (for tn, both MN-major, its two halves).
+halves costs more than the faster kernel saves (_halves_pay). Before either, single products
+of K >= SPLIT_TF32_MIN_K with a wave of tiles go to kernels/split_fed.py (SPLIT_FED): it
+splits one operand in registers, and only the other operand's remainder is copied (for tn,
+both MN-major, its two halves); the plan made without it runs the calls it cannot take.
 
 A thin fringe of output columns (or rows, B K-major) that would cost the persistent kernel a
 whole wave of tiles (4097^3: 561 tiles of 128x256, five waves on 132 SMs; 528 without the last
