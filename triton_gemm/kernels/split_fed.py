@@ -212,11 +212,11 @@ def _split_fed_kernel(x_desc, y_desc, ylo_desc, c_desc, P, Q, K, d_ptr, stride_d
                       LOADER_REGS: gl.constexpr, PERIOD: gl.constexpr,
                       X_K_MAJOR: gl.constexpr = False, HAS_D: gl.constexpr = False):
     """acc = X^T Y^T in 3xTF32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
-    boxes; with X_K_MAJOR (P, K) K-contiguous, [BP, BK]), Y and its remainder (Q, K) K-contiguous through y_desc and ylo_desc ([BQ, BK]);
-    C fp32 through c_desc ([BQ / 8, BP] boxes of C (Q, P) = acc^T with OUT_T, else
-    [BP, BQ / 8] of C (P, Q) = acc), as alpha * acc + beta * D with HAS_D (D (Q, P) with
-    OUT_T, else (P, Q), strides stride_dm, stride_dn), else alpha * acc. Persistent, tiles in
-    grouped order."""
+    boxes; with X_K_MAJOR (P, K) K-contiguous, [BP, BK]), Y and its remainder (Q, K)
+    K-contiguous through y_desc and ylo_desc ([BQ, BK]); C fp32 through c_desc ([BQ / 8, BP]
+    boxes of C (Q, P) = acc^T with OUT_T, else [BP, BQ / 8] of C (P, Q) = acc), as
+    alpha * acc + beta * D with HAS_D (D (Q, P) with OUT_T, else (P, Q), strides stride_dm,
+    stride_dn), else alpha * acc. Persistent, tiles in grouped order."""
     if X_K_MAJOR:
         x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BP, BK], x_desc.layout)
     else:
