@@ -80,6 +80,18 @@ MAX_REGISTERS = 65536 // (32 * (WARPS + 4)) // 8 * 8
 
 
 @gluon.jit
+def ring_barriers(STAGES: gl.constexpr):
+    """(ready, empty): a ring's STAGES mbarriers each way, every one counting one arrival
+    (a TMA expect on ready; one thread's release on empty)."""
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    return ready, empty
+
+
+@gluon.jit
 def _keep(x):
     """A use of x's registers the compiler can neither drop nor move: ptxas 12.x takes a
     register-fed wgmma's inputs as dead once it is issued, not once it retires."""

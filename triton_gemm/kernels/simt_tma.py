@@ -41,6 +41,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .common import INTERPRETER, hopper, needs_int64, record, run_kernel
 from .persistent import _tma_ok, tile_origin
+from .register_fed import ring_barriers
 
 # The tile (perf/simt_gluon_probe.py above): 8 compute warps of 8 x 16 outputs a thread,
 # 48 KB a slot. GROUP_M: tiles in persistent.tile_origin's grouped order, groups of 8 tile
@@ -117,11 +118,7 @@ def _simt_tma_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
     tile."""
     a_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BM], a_desc.layout)
     b_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BN], b_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
+    ready, empty = ring_barriers(STAGES)
     gl.warp_specialize([
         (_compute, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, c_ptr, stride_cm,
                     BM, BN, BK, GROUP_M)),

@@ -35,7 +35,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .common import INTERPRETER, epilogue_input, hopper, needs_int64, record, run_kernel
 from .persistent import _tma_ok, hi_flush_k, programs, tile_origin
-from .register_fed import _keep, _release, _store_tile
+from .register_fed import _keep, _release, _store_tile, ring_barriers
 
 BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 128, 16, 8, 8, 8
 LOADER_REGS = 24
@@ -224,11 +224,7 @@ def _split_fed_kernel(x_desc, y_desc, ylo_desc, c_desc, P, Q, K, d_ptr, stride_d
     y_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BQ, BK], y_desc.layout)
     ylo_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BQ, BK], ylo_desc.layout)
     epi = gl.allocate_shared_memory(gl.float32, [2] + c_desc.block_type.shape, c_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
+    ready, empty = ring_barriers(STAGES)
     gl.warp_specialize([
         (_mma, (x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q, K,
                 c_desc, epi, d_ptr, stride_dm, stride_dn, alpha, beta, BP, BQ, BK, GROUP_M,
