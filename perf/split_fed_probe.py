@@ -31,24 +31,9 @@ import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
 from perf.tile_probe import constants, interleaved  # noqa: E402
 from triton_gemm import dispatch  # noqa: E402
-from triton_gemm.dispatch import padded_extent  # noqa: E402
-from triton_gemm.kernels import copy, split_fed  # noqa: E402
+from triton_gemm.kernels import split_fed  # noqa: E402
 from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
 from triton_gemm.tolerances import rel_error  # noqa: E402
-
-
-def staged_y(a, b):
-    """(Y's hi half, Y's remainder) as dispatch stages them for split_fed, kept (cloned out
-    of the scratch they are written to)."""
-    y = split_fed.operands(a, b)[1]
-    shape = (1, y.shape[0], padded_extent(y.shape[1], 4))
-    if split_fed.y_staged(y):
-        job = copy.split_job(y[None], shape)
-        copy.copy_jobs(job)
-        return job.dst[0].clone(), job.lo[0].clone()
-    job = copy.remainder_job(y[None], shape)
-    copy.copy_jobs(job)
-    return y, job.dst[0].clone()
 
 
 def run_tile(a, b, y_hi, y_lo, out, sms, bq, bk, stages):
@@ -83,7 +68,8 @@ def main() -> int:
             b = b if layout[1] == "n" else b.t().contiguous().t()
             ref = a.double() @ b.double()
             out = torch.empty(m, n, device="cuda")
-            y_hi, y_lo = staged_y(a, b)
+            # Y's halves as dispatch stages them, kept: cloned out of the scratch.
+            y_hi, y_lo = (t.clone() for t in dispatch.split_fed_stage(a, b))
             fns = {"cublas sgemm": lambda a=a, b=b: a @ b,
                    "library tf32x3": lambda a=a, b=b: triton_gemm.matmul(
                        a, b, precision="tf32x3"),

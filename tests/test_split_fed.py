@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from conftest import gpu_only, randn
+from test_dispatch import _ops
 import triton_gemm
 from triton_gemm import dispatch, last_config
 from triton_gemm.kernels import split_fed
@@ -215,24 +216,38 @@ def test_the_plan_tries_the_kernel_for_single_tf32x3_products_of_a_wave_of_tiles
     least a wave of 128 x 128 tiles, a single product; staged-split sizes and smaller ones
     alike (2048^3: the in-loop split beneath)."""
     sms = 132
-    big = dispatch.plan(*_ops3(4096, 4096, 4096), "tf32x3", sms)
+    big = dispatch.plan(*_ops(4096, 4096, 4096), "tf32x3", sms)
     assert big == dispatch.SPLIT_FED_PLAN
-    mid = dispatch.plan(*_ops3(2048, 2048, 2048, "row", "col"), "tf32x3", sms)
+    mid = dispatch.plan(*_ops(2048, 2048, 2048, "row", "col"), "tf32x3", sms)
     assert mid.register_fed and not mid.split_tf32
     assert mid._replace(register_fed=False) == dispatch._base_plan(
-        *_ops3(2048, 2048, 2048, "row", "col"), "tf32x3", sms, True)
-    assert dispatch.plan(*_ops3(1536, 1536, 1024), "tf32x3", sms).register_fed  # 144 tiles
+        *_ops(2048, 2048, 2048, "row", "col"), "tf32x3", sms, True)
+    assert dispatch.plan(*_ops(1536, 1536, 1024), "tf32x3", sms).register_fed  # 144 tiles
     for shape in ((1024, 1024, 4096),      # 64 tiles
                   (8192, 8192, 1008),      # K under SPLIT_TF32_MIN_K
                   (4096, 4097, 4096)):     # C's rows off 16 bytes
-        assert not dispatch.plan(*_ops3(*shape), "tf32x3", sms).register_fed, shape
+        assert not dispatch.plan(*_ops(*shape), "tf32x3", sms).register_fed, shape
     batch = (torch.empty(2, 2048, 2048), torch.empty(2, 2048, 2048))
     assert not dispatch.plan(*batch, "tf32x3", sms).register_fed
-    assert not dispatch.plan(*_ops3(4096, 4096, 4096), "tf32x3", sms, False).register_fed
-    assert not dispatch.plan(*_ops3(4096, 4096, 4096), "tf32", sms).split_tf32
+    assert not dispatch.plan(*_ops(4096, 4096, 4096), "tf32x3", sms, False).register_fed
+    assert not dispatch.plan(*_ops(4096, 4096, 4096), "tf32", sms).split_tf32
 
 
-def _ops3(m, n, k, a_layout="row", b_layout="row"):
-    a = torch.empty(1, m, k) if a_layout == "row" else torch.empty(1, k, m).transpose(1, 2)
-    b = torch.empty(1, k, n) if b_layout == "row" else torch.empty(1, n, k).transpose(1, 2)
-    return a, b
+@pytest.mark.parametrize("layout", ["nn", "tn"])
+def test_the_stage_copies_only_what_the_kernel_cannot_read(layout):
+    """dispatch.split_fed_stage (the interpreter runs the copy kernel): nn reads Y (A) as
+    given beside its remainder, within 2^-21 of A with A's low 13 bits dropped; tn (A
+    M-major, not K-major) gets both halves, K-major, summing to A."""
+    m, n, k = 48, 40, 72
+    a, b = (t[0].normal_() for t in _ops(m, n, k, "row" if layout == "nn" else "col", "row"))
+    y_hi, y_lo = dispatch.split_fed_stage(a, b)
+    assert y_hi.stride(1) == 1 and y_lo.stride(1) == 1
+    if layout == "nn":
+        assert not split_fed.y_staged(a) and y_hi.data_ptr() == a.data_ptr()
+        hi = (a.contiguous().view(torch.int32) & -8192).view(torch.float32)  # wgmma's
+    else:
+        assert split_fed.y_staged(a)
+        hi = y_hi[:, :k]
+        assert torch.equal(hi + y_lo[:, :k], a)
+    err = (hi.double() + y_lo[:, :k].double() - a.double()).abs()
+    assert (err <= 2.0 ** -21 * a.double().abs()).all(), err.max()

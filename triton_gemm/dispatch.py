@@ -334,9 +334,9 @@ class Plan(NamedTuple):
     b_n_major: bool = False   # stage B N-contiguous (row-major) for fp32 FMA dots
     wave_rows: int | None = None  # persistent plans: the first launch takes these rows
                                   # (whole waves of tiles), a second the rest (_wave_rows)
-    register_fed: bool = False  # tf32 nn / tt: the register-fed kernel (tf32x3 with
-                                # split_tf32: kernels/split_fed.py), where run() finds it
-                                # can take the call; else the rest of the plan
+    register_fed: bool = False  # tf32 nn / tt: the register-fed kernel (tf32x3:
+                                # kernels/split_fed.py), where run() finds it can take
+                                # the call; else the rest of the plan
 
     @property
     def copies(self) -> bool:
@@ -842,11 +842,11 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
                 and _register_fed.supports(a[0], b[0], out[0])):
             _register_fed.matmul_2d(a[0], b[0], out[0], _persistent.gpu_sms(a.device)[0])
             return out
-        d2 = None if d is None else d.expand(out.shape)[0]
-        if (precision == "tf32x3" and activation == 0 and a.shape[0] == 1
-                and _split_fed.supports(a[0], b[0], out[0], d2)):
-            _split_fed_run(a[0], b[0], out[0], d2, alpha=alpha, beta=beta)
-            return out
+        if precision == "tf32x3" and activation == 0 and a.shape[0] == 1:
+            d2 = None if d is None else d.expand(out.shape)[0]
+            if _split_fed.supports(a[0], b[0], out[0], d2):
+                _split_fed_run(a[0], b[0], out[0], d2, alpha=alpha, beta=beta)
+                return out
         p = p._replace(register_fed=False)
     lo = None
     if p.split_tf32 and (precision != "tf32x3" or a.dtype != torch.float32):
@@ -936,19 +936,24 @@ def _fringe(a, b, out, d, rows: int, cols: int, partials, beside: bool = False,
                           None if d is None else d[rows:, :cols], **epilogue)
 
 
-def _split_fed_run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
-                   d: torch.Tensor | None = None, *, alpha: float = 1.0,
-                   beta: float = 0.0) -> None:
-    """out = alpha * a @ b + beta * d (2-D; d None or broadcast to out) in 3xTF32 on
-    kernels/split_fed.py: the remainder of its operand Y copied (remainder_job, into
-    scratch), or where Y is not K-major as TMA reads it (tn) both its halves (split_job);
-    the kernel reads the rest as given."""
+def split_fed_stage(a: torch.Tensor, b: torch.Tensor) -> tuple:
+    """(Y's hi half, Y's remainder) for kernels/split_fed.py on 2-D a, b: Y as given and its
+    remainder copied (remainder_job, into scratch), or where Y is not K-major as TMA reads
+    it (tn) both its halves (split_job); (Q, Kp) K-contiguous."""
     y = _split_fed.operands(a, b)[1]
     shape = (1, y.shape[0], padded_extent(y.shape[1], 4))
     staged = _split_fed.y_staged(y)
     job = (split_job if staged else remainder_job)(y[None], shape)
     copy_jobs(job)
-    y_hi, y_lo = (job.dst[0], job.lo[0]) if staged else (y, job.dst[0])
+    return (job.dst[0], job.lo[0]) if staged else (y, job.dst[0])
+
+
+def _split_fed_run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+                   d: torch.Tensor | None = None, *, alpha: float = 1.0,
+                   beta: float = 0.0) -> None:
+    """out = alpha * a @ b + beta * d (2-D; d None or broadcast to out) in 3xTF32 on
+    kernels/split_fed.py, after split_fed_stage; the kernel reads the rest as given."""
+    y_hi, y_lo = split_fed_stage(a, b)
     _split_fed.matmul_2d(a, b, y_hi, y_lo, out, _persistent.gpu_sms(a.device)[0], d,
                          alpha=alpha, beta=beta)
 

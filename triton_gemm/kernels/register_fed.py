@@ -76,7 +76,15 @@ LOADER_REGS = 24
 # the grid asks for.
 CLUSTER_CTAS = 2
 CLUSTER_MIN_MNK = 2 ** 38
-MAX_REGISTERS = 65536 // (32 * (WARPS + 4)) // 8 * 8
+
+
+def max_registers(warps: int) -> int:
+    """The compile's register cap for `warps` compute warps and a TMA warpgroup: an SM's
+    registers over all of them, a multiple of 8 (setmaxnreg moves them at run time)."""
+    return 65536 // (32 * (warps + 4)) // 8 * 8
+
+
+MAX_REGISTERS = max_registers(WARPS)
 
 
 @gluon.jit

@@ -41,7 +41,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .common import INTERPRETER, hopper, needs_int64, record, run_kernel
 from .persistent import _tma_ok, tile_origin
-from .register_fed import ring_barriers
+from .register_fed import max_registers, ring_barriers
 
 # The tile (perf/simt_gluon_probe.py above): 8 compute warps of 8 x 16 outputs a thread,
 # 48 KB a slot. GROUP_M: tiles in persistent.tile_origin's grouped order, groups of 8 tile
@@ -153,12 +153,6 @@ def fills_waves(m: int, n: int, sms: int) -> bool:
     programs they take (one program a tile, one an SM)."""
     tiles = triton.cdiv(m, BM) * triton.cdiv(n, BN)
     return tiles >= WAVE_FILL * triton.cdiv(tiles, sms) * sms
-
-
-def max_registers(warps: int) -> int:
-    """The compile's register cap for `warps` compute warps and the TMA warpgroup: an SM's
-    registers over all of them, a multiple of 8 (setmaxnreg moves them at run time)."""
-    return 65536 // (32 * (warps + 4)) // 8 * 8
 
 
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:

@@ -31,15 +31,15 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .common import INTERPRETER, epilogue_input, hopper, needs_int64, record, run_kernel
 from .persistent import _tma_ok, hi_flush_k, programs, tile_origin
-from .register_fed import _keep, _release, _store_tile, ring_barriers
+from .register_fed import (_descriptor, _keep, _release, _store_tile, max_registers,
+                           ring_barriers)
 
 BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 128, 16, 8, 8, 8
 LOADER_REGS = 24
-MAX_REGISTERS = 65536 // (32 * (WARPS + 4)) // 8 * 8
+MAX_REGISTERS = max_registers(WARPS)
 
 
 @gluon.jit
@@ -269,11 +269,6 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     ops = operands(a, b)
     return (ops is not None and hopper(a.device) and _tma_ok(ops[0], ops[0].stride(0))
             and _tma_ok(out, out.stride(0)))
-
-
-def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
-    layout = gl.NVMMASharedLayout.get_default_for(block, gl.float32)
-    return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, y_hi: torch.Tensor, y_lo: torch.Tensor,
