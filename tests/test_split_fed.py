@@ -37,10 +37,8 @@ signature = {"x_desc": desc([sf.BP, sf.BK] if x_k_major else [sf.BK, sf.BP]),
              "ylo_desc": desc([sf.BQ, sf.BK]), "c_desc": desc([sf.BQ // 8, sf.BP]),
              "P": "i32", "Q": "i32", "K": "i32", "d_ptr": "*fp32", "stride_dm": "i32",
              "stride_dn": "i32", "alpha": "fp32", "beta": "fp32"}
-constexprs = {"BP": sf.BP, "BQ": sf.BQ, "BK": sf.BK, "STAGES": sf.STAGES,
-              "GROUP_M": sf.GROUP_M, "OUT_T": True, "LOADER_REGS": sf.LOADER_REGS,
-              "PERIOD": 128 // sf.BK, "X_K_MAJOR": x_k_major, "HAS_D": True}
-kernel = sass_audit.compile_gluon(sf._split_fed_kernel, signature, constexprs,
+kernel = sass_audit.compile_gluon(sf._split_fed_kernel, signature,
+                                  sf.kernel_constexprs(True, x_k_major, True, 4096),
                                   {"num_warps": sf.WARPS, "maxnreg": sf.MAX_REGISTERS})
 with tempfile.TemporaryDirectory() as tmp:
     sass = sass_audit.sass_text(kernel.asm["cubin"], Path(tmp))

@@ -99,6 +99,59 @@ def ring_barriers(STAGES: gl.constexpr):
     return ready, empty
 
 
+# X's fragment loads hit 16 banks two lanes each under TMA's 128-byte swizzle (above): a
+# warp's lanes read P rows 0-7 (row bits 0-2) at K 0-3, and rows 0-3 and 4-7 lie in the same
+# two 16-byte chunks once K 0 and 1 (2 and 3) swizzle them. With SWAP_P the lane bit that
+# reads row bit 2 reads row bit 4 instead (rows 16-19 lie 4 chunks over): 32 banks, no
+# conflict (gluon's bank_conflicts: 1 -> 0; tests/test_register_fed.py). The accumulator's
+# rows then hold P with bits 2 and 4 exchanged, swapped back before the store
+# (_swap_rows: a relabelling of registers, lanes and warps, no data moved).
+SWAP_P = True
+
+
+@gluon.constexpr_function
+def _rows_swapped(layout, a, b):
+    """A DistributedLinearLayout: `layout` (linear) with row bits a and b exchanged in
+    every basis, so the hardware place of row r holds row r with those bits swapped."""
+    def swap(basis):
+        row = basis[0]
+        bit_a, bit_b = (row >> a) & 1, (row >> b) & 1
+        row = row & ~((1 << a) | (1 << b)) | (bit_a << b) | (bit_b << a)
+        return [row] + list(basis[1:])
+    return gl.DistributedLinearLayout([swap(v) for v in layout.reg_bases],
+                                      [swap(v) for v in layout.lane_bases],
+                                      [swap(v) for v in layout.warp_bases],
+                                      layout.block_bases, layout.shape)
+
+
+@gluon.jit
+def _swap_rows(t):
+    """t [R, C] (R a multiple of 32) with row bits 2 and 4 exchanged: row r of the result
+    is row swapped_row_index(r) of t. Its layout follows (no data moves)."""
+    R: gl.constexpr = t.shape[0]
+    C: gl.constexpr = t.shape[1]
+    t = gl.permute(t.reshape([R // 32, 2, 2, 2, 4, C]), (0, 3, 2, 1, 4, 5))
+    return t.reshape([R, C])
+
+
+@gluon.jit
+def swapped_row_index(r):
+    """Row index r with bits 2 and 4 exchanged: the row of X that row r of an accumulator
+    built on x_fragment(SWAP=True) holds."""
+    return (r & ~20) | (((r >> 2) & 1) << 4) | (((r >> 4) & 1) << 2)
+
+
+@gluon.jit
+def x_fragment(view, x_layout: gl.constexpr, SWAP: gl.constexpr):
+    """The [BP, BK] shared memory view of X^T in registers as wgmma's first operand
+    (x_layout); with SWAP its rows with bits 2 and 4 exchanged, loaded without bank
+    conflicts (SWAP_P)."""
+    if SWAP:
+        load: gl.constexpr = _rows_swapped(gl.to_linear_layout(x_layout, view.shape), 2, 4)
+        return gl.convert_layout(_swap_rows(view.load(load)), x_layout, assert_trivial=True)
+    return view.load(x_layout)
+
+
 @gluon.jit
 def _keep(x):
     """A use of x's registers the compiler can neither drop nor move: ptxas 12.x takes a
@@ -319,7 +372,7 @@ def _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout: 
 def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
          BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
          OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
-         X_SMEM: gl.constexpr):
+         X_SMEM: gl.constexpr, SWAP: gl.constexpr):
     """The wgmma warpgroups: one wgmma left in flight, its X fragment kept until the wait
     that retires it; a slot goes back to the TMA warp once both warpgroups' wgmmas on it
     have retired. The tile goes out through shared memory by TMA (_store_tile)."""
@@ -342,7 +395,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
             step += k_steps
         else:
             mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
-            x = x_ring.index(step % STAGES).permute((1, 0)).load(x_layout)
+            x = x_fragment(x_ring.index(step % STAGES).permute((1, 0)), x_layout, SWAP)
             y = x
             acc = gl.zeros([BP, BQ], gl.float32, mma_layout)
             for i in range(0, k_steps, 2):
@@ -353,7 +406,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
                 _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS)
                 odd = (slot + 1) % STAGES
                 mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
-                y = x_ring.index(odd).permute((1, 0)).load(x_layout)
+                y = x_fragment(x_ring.index(odd).permute((1, 0)), x_layout, SWAP)
                 acc = warpgroup_mma(y, y_ring.index(odd).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i
                 _keep(x)
@@ -361,11 +414,13 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
                 if i + 2 < k_steps:
                     even = (slot + 2) % STAGES
                     mbarrier.wait(ready.index(even), ((step + i + 2) // STAGES) & 1)
-                    x = x_ring.index(even).permute((1, 0)).load(x_layout)
+                    x = x_fragment(x_ring.index(even).permute((1, 0)), x_layout, SWAP)
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
             _keep(y)
             step += k_steps
             _release(empty, (step + STAGES - 1) % STAGES, rank, True, CTAS, THREADS)
+            if SWAP:
+                acc = _swap_rows(acc)
         _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T, BP, BQ)
     tma.store_wait(0)
     if CTAS > 1:
@@ -378,6 +433,7 @@ def _register_fed_kernel(
     BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
     GROUP_M: gl.constexpr, OUT_T: gl.constexpr, LOADER_REGS: gl.constexpr,
     CTAS: gl.constexpr = 1, LOADER_WARPS: gl.constexpr = 1, X_SMEM: gl.constexpr = False,
+    SWAP: gl.constexpr = False,
 ):
     """acc = X^T Y^T in tf32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
     boxes; with X_SMEM (P, K) K-contiguous, [BP, BK] boxes, acc = X Y^T) and Y (Q, K)
@@ -402,7 +458,7 @@ def _register_fed_kernel(
         mbarrier.init(empty.index(s), count=1 if CTAS == 1 else gl.num_warps() // 4 * CTAS)
     gl.warp_specialize([
         (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
-                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
+                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM, SWAP)),
         (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
                    BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
     ], [LOADER_WARPS], [LOADER_REGS])
@@ -511,26 +567,34 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
     return _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas)
 
 
+def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool) -> dict:
+    """_register_fed_kernel's constexpr arguments for a launch (and the offline compiles of
+    perf/sass_audit.py): C^T stored with out_t, ctas CTAs a cluster, X K-major in shared
+    memory with x_smem."""
+    return {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
+            "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "CTAS": ctas,
+            # Four TMA warps with clusters: the cluster barriers count every thread,
+            # and a one-warp partition leaves three idle warps that never arrive. Nor
+            # can one of the four run the loop alone: Gluon splits each TMA copy over
+            # the partition's warps (a quarter of X's box each) between 128-thread
+            # named barriers (PTX, sm_90a), so that hangs (thirty-eighth session).
+            # A one-warp TMA partition beside idle partitions of two and one warps
+            # that join only the cluster syncs ran (each X box then four copies from
+            # one thread, as without clusters: TMA's 128-byte swizzle spans 32 fp32)
+            # and gained nothing (thirty-ninth session, not kept; wave_probe.py
+            # --kernels --sustain 2, H200, TFLOPS one warp vs four): 8192^3 nn 341.2
+            # vs 341.8, 4096^3 nn 337.5 vs 336.7, 8192^3 tt 341.8 vs 339.9 (cuBLAS
+            # 347.4, 342.5, 349.4, at 50-160 MHz higher clocks at the same ~692 W).
+            "LOADER_WARPS": 4 if ctas > 1 else 1, "X_SMEM": x_smem,
+            "SWAP": SWAP_P and not x_smem}
+
+
 def _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas):
     """matmul_2d's launch on its operands (X, Y), ctas CTAs a cluster. Returns out."""
     args = (_descriptor(x, [BP, BK] if x_smem else [BK, BP]), _descriptor(y, [BQ // ctas, BK]),
             _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, a.shape[1])
-    constexprs = {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
-                  "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "CTAS": ctas,
-                  # Four TMA warps with clusters: the cluster barriers count every thread,
-                  # and a one-warp partition leaves three idle warps that never arrive. Nor
-                  # can one of the four run the loop alone: Gluon splits each TMA copy over
-                  # the partition's warps (a quarter of X's box each) between 128-thread
-                  # named barriers (PTX, sm_90a), so that hangs (thirty-eighth session).
-                  # A one-warp TMA partition beside idle partitions of two and one warps
-                  # that join only the cluster syncs ran (each X box then four copies from
-                  # one thread, as without clusters: TMA's 128-byte swizzle spans 32 fp32)
-                  # and gained nothing (thirty-ninth session, not kept; wave_probe.py
-                  # --kernels --sustain 2, H200, TFLOPS one warp vs four): 8192^3 nn 341.2
-                  # vs 341.8, 4096^3 nn 337.5 vs 336.7, 8192^3 tt 341.8 vs 339.9 (cuBLAS
-                  # 347.4, 342.5, 349.4, at 50-160 MHz higher clocks at the same ~692 W).
-                  "LOADER_WARPS": 4 if ctas > 1 else 1, "X_SMEM": x_smem,
-                  "num_warps": WARPS, "maxnreg": MAX_REGISTERS}
+    constexprs = {**kernel_constexprs(out_t, ctas, x_smem), "num_warps": WARPS,
+                  "maxnreg": MAX_REGISTERS}
     # A launch per cluster, each group of ctas tiles along P one tile of the wave rule.
     grid = programs(ctas * BP, BQ, p, q, sms // ctas, half_tail=False)
     run_kernel(_register_fed_kernel, (grid, ), args, constexprs,
