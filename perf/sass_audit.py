@@ -328,53 +328,6 @@ def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
             "hazards": wgmma_register_hazards(sass), **extra}
 
 
-def _fragment_probe():
-    """A Gluon kernel that only prints (at compile time) the bank conflicts of
-    register_fed.x_fragment's load of X's [BK, BP] ring tile, with and without SWAP."""
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton_gemm.kernels import register_fed as rf
-
-    @gluon.jit
-    def fragment_probe(x_desc, BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr,
-                       SWAP: gl.constexpr):
-        mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BQ, 8])
-        x_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout,
-                                                     k_width=1)
-        ring = gl.allocate_shared_memory(gl.float32, [1, BK, BP], x_desc.layout)
-        view = ring.index(0).permute((1, 0))
-        if SWAP:
-            load: gl.constexpr = rf._rows_swapped(gl.to_linear_layout(x_layout, [BP, BK]),
-                                                  2, 4)
-        else:
-            load: gl.constexpr = x_layout
-        x = view.load(load)
-        gl.static_print("bank_conflicts", gl.bank_conflicts(x.type, view.type))
-        x = rf.x_fragment(view, x_layout, SWAP)  # and the kernel's own load compiles
-    return fragment_probe
-
-
-def x_fragment_bank_conflicts(bp: int, bq: int, bk: int, swap: bool, warps: int = 8,
-                              arch: str = "sm_90a") -> int:
-    """Bank conflicts a wavefront (gluon's count: 1 = two-way) of the register-fed X
-    fragment load (register_fed.x_fragment) from a [bk, bp] fp32 ring tile in TMA's
-    default (128-byte) swizzle, for wgmma tiles bp x bq; swap: register_fed.SWAP_P's row
-    swap. Offline: read from the compile's static print."""
-    import contextlib
-    import io
-    from triton.experimental.gluon import language as gl
-    layout = gl.NVMMASharedLayout.get_default_for([bk, bp], gl.float32)
-    printed = io.StringIO()
-    # A cached compile prints nothing: compile afresh.
-    with contextlib.redirect_stdout(printed), triton.knobs.compilation.scope():
-        triton.knobs.compilation.always_compile = True
-        compile_gluon(_fragment_probe(),
-                      {"x_desc": f"tensordesc<fp32[{bk}, {bp}],{layout!r}>"},
-                      {"BP": bp, "BQ": bq, "BK": bk, "SWAP": swap}, {"num_warps": warps}, arch)
-    return int(re.search(r"bank_conflicts\s+(\d+)", printed.getvalue()).group(1))
-
-
 def audit(kernels, families, tiles=None, arch: str = "sm_90a") -> pd.DataFrame:
     """One row per compile of the given kernels' families for arch (families a kernel lacks
     are skipped), only the named tiles if tiles is given."""

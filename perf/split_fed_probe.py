@@ -6,11 +6,10 @@ error against float64 beside SGEMM's.
 
     python perf/split_fed_probe.py [--sizes 4096,8192 | --shapes M,N,K ...]
         [--layouts nn,tt,nt,tn] [--rounds 3]
-        [--tiles BQ,BK,STAGES ...] [--flush K] [--unswapped]
+        [--tiles BQ,BK,STAGES ...] [--flush K]
 
 --tiles: more tiles of the kernel alone (the module's constants set for the call); --flush:
-hi_acc's flush interval instead of persistent.hi_flush_k (timing what the flush costs);
---unswapped: the kernel alone also without its X fragment's row swap (SWAP_P off).
+hi_acc's flush interval instead of persistent.hi_flush_k (timing what the flush costs).
 
 GPU (Hopper) only.
 """
@@ -43,12 +42,6 @@ def run_tile(a, b, y_hi, y_lo, out, sms, bq, bk, stages):
         return split_fed.matmul_2d(a, b, y_hi, y_lo, out, sms)
 
 
-def unswapped(fn, *args):
-    """fn(*args) with split_fed's X fragments loaded without the row swap (SWAP_P off)."""
-    with constants(split_fed, SWAP_P=False):
-        return fn(*args)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="4096,8192", help="squares")
@@ -58,7 +51,6 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tiles", nargs="*", default=[])
     parser.add_argument("--flush", type=int, default=None)
-    parser.add_argument("--unswapped", action="store_true")
     args = parser.parse_args()
     if args.flush:
         split_fed.hi_flush_k = lambda k: args.flush
@@ -93,10 +85,6 @@ def main() -> int:
                 fns[f"alone {bq}x{bk} s{st}"] = (
                     lambda a=a, b=b, out=out, y_hi=y_hi, y_lo=y_lo, bq=bq, bk=bk, st=st:
                     run_tile(a, b, y_hi, y_lo, out, sms, bq, bk, st))
-            if args.unswapped:
-                fns["alone unswapped"] = (
-                    lambda a=a, b=b, out=out, y_hi=y_hi, y_lo=y_lo: unswapped(
-                        split_fed.matmul_2d, a, b, y_hi, y_lo, out, sms))
             for name, fn in fns.items():
                 out.fill_(float("nan"))
                 got = fn()

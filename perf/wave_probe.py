@@ -111,18 +111,9 @@ def _sustained(fn, seconds: float) -> tuple:
             statistics.mean(watts[skip:] or watts or [0]))
 
 
-def _unswapped(fn, *args, **kwargs):
-    """fn with register_fed's X fragments loaded without the row swap (SWAP_P off)."""
-    from perf.tile_probe import constants
-    from triton_gemm.kernels import register_fed
-    with constants(register_fed, SWAP_P=False):
-        return fn(*args, **kwargs)
-
-
-def _kernels(a, b, ref, unswapped: bool = False) -> dict:
-    """name -> call of kernels/register_fed.py alone on a, b (1 and 2 CTAs a cluster; with
-    unswapped also each without its X fragment's row swap), each first checked against
-    float64 on a NaN-poisoned output; {} where it does not apply."""
+def _kernels(a, b, ref) -> dict:
+    """name -> call of kernels/register_fed.py alone on a, b (1 and 2 CTAs a cluster), each
+    first checked against float64 on a NaN-poisoned output; {} where it does not apply."""
     from triton_gemm.kernels import register_fed
     from triton_gemm.tolerances import rel_error, tolerance
     out = torch.empty(a.shape[0], b.shape[1], device="cuda")
@@ -130,19 +121,15 @@ def _kernels(a, b, ref, unswapped: bool = False) -> dict:
         return {}
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     fns = {}
-    variants = [("rf", 1, register_fed.matmul_2d), ("rf_cluster2", 2, register_fed.matmul_2d)]
-    if unswapped:
-        variants += [(name + "_unswapped", ctas, functools.partial(_unswapped, fn))
-                     for name, ctas, fn in variants]
-    for name, ctas, fn in variants:
+    for name, ctas in (("rf", 1), ("rf_cluster2", 2)):
         out.fill_(float("nan"))
-        fn(a, b, out, sms, ctas=ctas)
+        register_fed.matmul_2d(a, b, out, sms, ctas=ctas)
         torch.cuda.synchronize()
         error = rel_error(out, ref)
         ok = error <= tolerance(torch.float32, "tf32")
         print(f"  {name}: error {error:.1e} {'ok' if ok else 'FAILED'}", flush=True)
         if ok:
-            fns[name] = functools.partial(fn, a, b, out, sms, ctas=ctas)
+            fns[name] = functools.partial(register_fed.matmul_2d, a, b, out, sms, ctas=ctas)
     return fns
 
 
@@ -159,9 +146,6 @@ def main() -> None:
                         help="operands' dtype (float32 runs tf32)")
     parser.add_argument("--cublas-kernels", action="store_true",
                         help="print the kernels cuBLAS launches for each case (torch.profiler)")
-    parser.add_argument("--unswapped", action="store_true",
-                        help="with --kernels, also each without its X fragment's row swap "
-                             "(register_fed.SWAP_P off)")
     parser.add_argument("--group-m", type=int, default=0,
                         help="kernels/register_fed.py's GROUP_M for this process's calls")
     args = parser.parse_args()
@@ -181,7 +165,7 @@ def main() -> None:
         if args.cublas_kernels:
             print(f"{text}: cuBLAS runs {', '.join(_kernel_names(fns['cublas']))}", flush=True)
         if args.kernels:
-            fns.update(_kernels(a, b, ref, args.unswapped))
+            fns.update(_kernels(a, b, ref))
         if args.profile:
             for fn in (*fns.values(), *fns.values()):
                 fn()

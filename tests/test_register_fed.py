@@ -15,7 +15,7 @@ import torch
 from conftest import DEVICE, gpu_only, randn, requires_kernels
 import triton_gemm
 from triton_gemm import dispatch, last_config
-from triton_gemm.kernels import common, register_fed, split_fed
+from triton_gemm.kernels import common, register_fed
 from triton_gemm.tolerances import assert_close
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,25 +113,6 @@ def test_the_kernel_compiles_with_alternating_fragments_and_no_hazard():
         assert report["hazards"] == [], report
         assert report["spill_stores"] == 0 and "C7515" not in report["warnings"], report
         assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem
-
-
-def test_the_swapped_fragment_load_is_free_of_bank_conflicts():
-    """Offline for sm_90a (gluon's bank-conflict count of the compiled load): X's fragment
-    as wgmma lays it out hits two lanes a bank under TMA's 128-byte swizzle, at
-    register_fed's tile and split_fed's; with its rows' bits 2 and 4 swapped (SWAP_P), none.
-    The kernels run with the swap."""
-    code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
-            "from triton_gemm.kernels import register_fed as rf, split_fed as sf; "
-            "print(json.dumps([sass_audit.x_fragment_bank_conflicts(m.BP, m.BQ, m.BK, swap) "
-            "for m in (rf, sf) for swap in (False, True)]))")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=False,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [1, 0, 1, 0]
-    assert register_fed.SWAP_P and split_fed.SWAP_P
-    assert register_fed.kernel_constexprs(True, 1, False)["SWAP"]
-    assert split_fed.kernel_constexprs(True, False, False, 4096)["SWAP"]
 
 
 @pytest.mark.parametrize("ctas,x_smem", [(2, False), (4, False), (2, True)])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import gpu_only, randn
+from conftest import DEVICE, gpu_only, randn, requires_kernels
 from test_dispatch import _ops
 import triton_gemm
 from triton_gemm import dispatch, last_config
@@ -231,13 +231,15 @@ def test_the_plan_tries_the_kernel_for_single_tf32x3_products_of_a_wave_of_tiles
     assert not dispatch.plan(*_ops(4096, 4096, 4096), "tf32", sms).split_tf32
 
 
+@requires_kernels
 @pytest.mark.parametrize("layout", ["nn", "tn"])
 def test_the_stage_copies_only_what_the_kernel_cannot_read(layout):
-    """dispatch.split_fed_stage (the interpreter runs the copy kernel): nn reads Y (A) as
-    given beside its remainder, within 2^-21 of A with A's low 13 bits dropped; tn (A
-    M-major, not K-major) gets both halves, K-major, summing to A."""
+    """dispatch.split_fed_stage (the copy kernel, on the GPU or under the interpreter): nn
+    reads Y (A) as given beside its remainder, within 2^-21 of A with A's low 13 bits
+    dropped; tn (A M-major, not K-major) gets both halves, K-major, summing to A."""
     m, n, k = 48, 40, 72
-    a, b = (t[0].normal_() for t in _ops(m, n, k, "row" if layout == "nn" else "col", "row"))
+    a, b = (t[0].normal_() for t in _ops(m, n, k, "row" if layout == "nn" else "col", "row",
+                                         device=DEVICE))
     y_hi, y_lo = dispatch.split_fed_stage(a, b)
     assert y_hi.stride(1) == 1 and y_lo.stride(1) == 1
     if layout == "nn":

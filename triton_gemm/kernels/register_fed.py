@@ -59,6 +59,15 @@ from .persistent import _tma_ok, programs, tile_origin
 # (a probe, thirty-ninth session, H100, sustained TFLOPS, 128-byte against 32-byte; cuBLAS):
 # 8192^3 nn one CTA 344.3 vs 266.5, clusters 353.1 vs 338.3 (356.3); 4096^3 nn 338.1 vs
 # 304.5, 340.4 vs 331.1 (344.8); 8192^3 tt 345.9 vs 266.6, 351.2 vs 338.2 (346.0).
+# Nor do the conflicts cost time at 128 bytes: loading each fragment with the P rows' bits 2
+# and 4 exchanged (lanes then read rows 0-3 and 16-19, four chunks apart: gluon's
+# bank_conflicts 1 -> 0), the accumulator's rows swapped back before the store (a relabelling
+# of lanes and warps, no data moved), ran no faster (forty-first session, not kept;
+# wave_probe.py --kernels --sustain 1.5, H100, TFLOPS swapped vs not, one CTA / clusters):
+# 8192^3 nn 344.4 / 356.9 vs 345.0 / 354.5, 4096^3 nn 342.4 / 344.3 vs 343.2 / 343.0, 8192^3
+# tt 344.8 / 355.0 vs 345.6 / 353.2, each at the same clock and ~698 W. split_fed's fragments
+# (BK 16, the same conflicts) neither: 8192^3 nn 10568 vs 10796 us, tt 10984 vs 10335 us
+# (interleaved rounds, spreads of 2-8%), 4096^3 within 0.5%.
 BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 4, 8, 8
 # The TMA partition (one warp, four with clusters) counts a warpgroup of registers: 24 a
 # thread hands the rest to the wgmma warps (240 each; they need ~215).
@@ -97,59 +106,6 @@ def ring_barriers(STAGES: gl.constexpr):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
     return ready, empty
-
-
-# X's fragment loads hit 16 banks two lanes each under TMA's 128-byte swizzle (above): a
-# warp's lanes read P rows 0-7 (row bits 0-2) at K 0-3, and rows 0-3 and 4-7 lie in the same
-# two 16-byte chunks once K 0 and 1 (2 and 3) swizzle them. With SWAP_P the lane bit that
-# reads row bit 2 reads row bit 4 instead (rows 16-19 lie 4 chunks over): 32 banks, no
-# conflict (gluon's bank_conflicts: 1 -> 0; tests/test_register_fed.py). The accumulator's
-# rows then hold P with bits 2 and 4 exchanged, swapped back before the store
-# (_swap_rows: a relabelling of registers, lanes and warps, no data moved).
-SWAP_P = True
-
-
-@gluon.constexpr_function
-def _rows_swapped(layout, a, b):
-    """A DistributedLinearLayout: `layout` (linear) with row bits a and b exchanged in
-    every basis, so the hardware place of row r holds row r with those bits swapped."""
-    def swap(basis):
-        row = basis[0]
-        bit_a, bit_b = (row >> a) & 1, (row >> b) & 1
-        row = row & ~((1 << a) | (1 << b)) | (bit_a << b) | (bit_b << a)
-        return [row] + list(basis[1:])
-    return gl.DistributedLinearLayout([swap(v) for v in layout.reg_bases],
-                                      [swap(v) for v in layout.lane_bases],
-                                      [swap(v) for v in layout.warp_bases],
-                                      layout.block_bases, layout.shape)
-
-
-@gluon.jit
-def _swap_rows(t):
-    """t [R, C] (R a multiple of 32) with row bits 2 and 4 exchanged: row r of the result
-    is row swapped_row_index(r) of t. Its layout follows (no data moves)."""
-    R: gl.constexpr = t.shape[0]
-    C: gl.constexpr = t.shape[1]
-    t = gl.permute(t.reshape([R // 32, 2, 2, 2, 4, C]), (0, 3, 2, 1, 4, 5))
-    return t.reshape([R, C])
-
-
-@gluon.jit
-def swapped_row_index(r):
-    """Row index r with bits 2 and 4 exchanged: the row of X that row r of an accumulator
-    built on x_fragment(SWAP=True) holds."""
-    return (r & ~20) | (((r >> 2) & 1) << 4) | (((r >> 4) & 1) << 2)
-
-
-@gluon.jit
-def x_fragment(view, x_layout: gl.constexpr, SWAP: gl.constexpr):
-    """The [BP, BK] shared memory view of X^T in registers as wgmma's first operand
-    (x_layout); with SWAP its rows with bits 2 and 4 exchanged, loaded without bank
-    conflicts (SWAP_P)."""
-    if SWAP:
-        load: gl.constexpr = _rows_swapped(gl.to_linear_layout(x_layout, view.shape), 2, 4)
-        return gl.convert_layout(_swap_rows(view.load(load)), x_layout, assert_trivial=True)
-    return view.load(x_layout)
 
 
 @gluon.jit
@@ -372,7 +328,7 @@ def _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout: 
 def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
          BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
          OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
-         X_SMEM: gl.constexpr, SWAP: gl.constexpr):
+         X_SMEM: gl.constexpr):
     """The wgmma warpgroups: one wgmma left in flight, its X fragment kept until the wait
     that retires it; a slot goes back to the TMA warp once both warpgroups' wgmmas on it
     have retired. The tile goes out through shared memory by TMA (_store_tile)."""
@@ -395,7 +351,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
             step += k_steps
         else:
             mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
-            x = x_fragment(x_ring.index(step % STAGES).permute((1, 0)), x_layout, SWAP)
+            x = x_ring.index(step % STAGES).permute((1, 0)).load(x_layout)
             y = x
             acc = gl.zeros([BP, BQ], gl.float32, mma_layout)
             for i in range(0, k_steps, 2):
@@ -406,7 +362,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
                 _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS)
                 odd = (slot + 1) % STAGES
                 mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
-                y = x_fragment(x_ring.index(odd).permute((1, 0)), x_layout, SWAP)
+                y = x_ring.index(odd).permute((1, 0)).load(x_layout)
                 acc = warpgroup_mma(y, y_ring.index(odd).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i
                 _keep(x)
@@ -414,13 +370,11 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
                 if i + 2 < k_steps:
                     even = (slot + 2) % STAGES
                     mbarrier.wait(ready.index(even), ((step + i + 2) // STAGES) & 1)
-                    x = x_fragment(x_ring.index(even).permute((1, 0)), x_layout, SWAP)
+                    x = x_ring.index(even).permute((1, 0)).load(x_layout)
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
             _keep(y)
             step += k_steps
             _release(empty, (step + STAGES - 1) % STAGES, rank, True, CTAS, THREADS)
-            if SWAP:
-                acc = _swap_rows(acc)
         _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T, BP, BQ)
     tma.store_wait(0)
     if CTAS > 1:
@@ -433,7 +387,6 @@ def _register_fed_kernel(
     BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
     GROUP_M: gl.constexpr, OUT_T: gl.constexpr, LOADER_REGS: gl.constexpr,
     CTAS: gl.constexpr = 1, LOADER_WARPS: gl.constexpr = 1, X_SMEM: gl.constexpr = False,
-    SWAP: gl.constexpr = False,
 ):
     """acc = X^T Y^T in tf32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
     boxes; with X_SMEM (P, K) K-contiguous, [BP, BK] boxes, acc = X Y^T) and Y (Q, K)
@@ -458,7 +411,7 @@ def _register_fed_kernel(
         mbarrier.init(empty.index(s), count=1 if CTAS == 1 else gl.num_warps() // 4 * CTAS)
     gl.warp_specialize([
         (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
-                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM, SWAP)),
+                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
         (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
                    BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
     ], [LOADER_WARPS], [LOADER_REGS])
@@ -585,8 +538,7 @@ def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool) -> dict:
             # --kernels --sustain 2, H200, TFLOPS one warp vs four): 8192^3 nn 341.2
             # vs 341.8, 4096^3 nn 337.5 vs 336.7, 8192^3 tt 341.8 vs 339.9 (cuBLAS
             # 347.4, 342.5, 349.4, at 50-160 MHz higher clocks at the same ~692 W).
-            "LOADER_WARPS": 4 if ctas > 1 else 1, "X_SMEM": x_smem,
-            "SWAP": SWAP_P and not x_smem}
+            "LOADER_WARPS": 4 if ctas > 1 else 1, "X_SMEM": x_smem}
 
 
 def _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas):

@@ -34,15 +34,12 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
 
 from .common import INTERPRETER, epilogue_input, hopper, needs_int64, record, run_kernel
 from .persistent import _tma_ok, hi_flush_k, programs, tile_origin
-from .register_fed import (_descriptor, _keep, _release, _store_tile, _swap_rows,
-                           max_registers, ring_barriers, swapped_row_index, x_fragment)
+from .register_fed import (_descriptor, _keep, _release, _store_tile, max_registers,
+                           ring_barriers)
 
 BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 128, 16, 8, 8, 8
 LOADER_REGS = 24
 MAX_REGISTERS = max_registers(WARPS)
-# An MN-major X's fragments loaded with register_fed's row swap (register_fed.SWAP_P): the
-# same 2-way bank conflicts under TMA's 128-byte swizzle at BK 16, gone.
-SWAP_P = True
 
 
 @gluon.jit
@@ -97,30 +94,24 @@ def _split(x):
 
 
 @gluon.jit
-def _fragment(x_ring, slot, x_layout: gl.constexpr, X_K_MAJOR: gl.constexpr,
-              SWAP: gl.constexpr):
+def _fragment(x_ring, slot, x_layout: gl.constexpr, X_K_MAJOR: gl.constexpr):
     """(hi, lo) of X's [BP, BK] tile in ring slot `slot`, in registers as wgmma's first
-    operand: X stored [BK, BP] (MN-major; SWAP: rows swapped, register_fed.x_fragment) or
-    with X_K_MAJOR [BP, BK]."""
+    operand: X stored [BK, BP] (MN-major) or with X_K_MAJOR [BP, BK]."""
     if X_K_MAJOR:
         x = x_ring.index(slot).load(x_layout)
     else:
-        x = x_fragment(x_ring.index(slot).permute((1, 0)), x_layout, SWAP)
+        x = x_ring.index(slot).permute((1, 0)).load(x_layout)
     return _split(x)
 
 
 @gluon.jit
 def _epilogue(acc, d_ptr, stride_dm, stride_dn, beta, off_p, off_q, P, Q,
-              OUT_T: gl.constexpr, HAS_D: gl.constexpr, SWAP: gl.constexpr):
+              OUT_T: gl.constexpr, HAS_D: gl.constexpr):
     """acc + beta * D over the tile at (off_p, off_q) of acc = X^T Y^T: D[q, p] with OUT_T
-    (acc is C^T's tile), else D[p, q]; D read by pointer, any strides (0: broadcast). SWAP:
-    acc's rows hold X's rows swapped (register_fed.swapped_row_index)."""
+    (acc is C^T's tile), else D[p, q]; D read by pointer, any strides (0: broadcast)."""
     if HAS_D:
         layout: gl.constexpr = acc.type.layout
-        rows = gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, layout))
-        if SWAP:
-            rows = swapped_row_index(rows)
-        p = off_p + rows[:, None]
+        p = off_p + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, layout))[:, None]
         q = off_q + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, layout))[None, :]
         if OUT_T:
             offsets = q * stride_dm + p * stride_dn
@@ -145,7 +136,7 @@ def _step(xh, xl, y, ylo, hi_acc, lo_acc, fresh):
 def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q, K, c_desc,
          epi, d_ptr, stride_dm, stride_dn, alpha, beta, BP: gl.constexpr, BQ: gl.constexpr,
          BK: gl.constexpr, GROUP_M: gl.constexpr, OUT_T: gl.constexpr, PERIOD: gl.constexpr,
-         X_K_MAJOR: gl.constexpr, HAS_D: gl.constexpr, SWAP: gl.constexpr):
+         X_K_MAJOR: gl.constexpr, HAS_D: gl.constexpr):
     """The wgmma warpgroups: one K step's wgmmas left in flight, its X fragments kept until
     the wait that retires them; a loop turn is one flush period of PERIOD steps (even), at
     whose end hi_acc joins acc. The tile goes out through shared memory by TMA
@@ -162,7 +153,7 @@ def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
     for tile in range(first, tiles, walkers):
         off_q, off_p = tile_origin(tile, gl.cdiv(Q, BQ), columns, BQ, BP, GROUP_M)
         mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
-        xh, xl = _fragment(x_ring, step % STAGES, x_layout, X_K_MAJOR, SWAP)
+        xh, xl = _fragment(x_ring, step % STAGES, x_layout, X_K_MAJOR)
         yh = xh
         yl = xl
         acc = gl.zeros([BP, BQ], gl.float32, mma_layout)
@@ -182,7 +173,7 @@ def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
                 _release(empty, (slot + STAGES - 1) % STAGES, 0, i > 0, 1, THREADS)
                 odd = (slot + 1) % STAGES
                 mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
-                yh, yl = _fragment(x_ring, odd, x_layout, X_K_MAJOR, SWAP)
+                yh, yl = _fragment(x_ring, odd, x_layout, X_K_MAJOR)
                 hi_acc, lo_acc = _step(yh, yl, y_ring.index(odd).permute((1, 0)),
                                        ylo_ring.index(odd).permute((1, 0)), hi_acc, lo_acc,
                                        False)
@@ -199,7 +190,7 @@ def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
                 if i + 2 < k_steps:
                     even = (slot + 2) % STAGES
                     mbarrier.wait(ready.index(even), ((step + i + 2) // STAGES) & 1)
-                    xh, xl = _fragment(x_ring, even, x_layout, X_K_MAJOR, SWAP)
+                    xh, xl = _fragment(x_ring, even, x_layout, X_K_MAJOR)
         _keep(yh)  # the last step retired at its period's end
         _keep(yl)
         step += k_steps
@@ -208,9 +199,7 @@ def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
         # hi products carry every infinity of the true product.
         acc += gl.where(gl.abs(lo_acc) < float("inf"), lo_acc, 0.0)
         acc = _epilogue(acc * alpha, d_ptr, stride_dm, stride_dn, beta, off_p, off_q, P, Q,
-                        OUT_T, HAS_D, SWAP)
-        if SWAP:
-            acc = _swap_rows(acc)
+                        OUT_T, HAS_D)
         _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T, BP, BQ)
     tma.store_wait(0)
 
@@ -221,8 +210,7 @@ def _split_fed_kernel(x_desc, y_desc, ylo_desc, c_desc, P, Q, K, d_ptr, stride_d
                       BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr,
                       STAGES: gl.constexpr, GROUP_M: gl.constexpr, OUT_T: gl.constexpr,
                       LOADER_REGS: gl.constexpr, PERIOD: gl.constexpr,
-                      X_K_MAJOR: gl.constexpr = False, HAS_D: gl.constexpr = False,
-                      SWAP: gl.constexpr = False):
+                      X_K_MAJOR: gl.constexpr = False, HAS_D: gl.constexpr = False):
     """acc = X^T Y^T in 3xTF32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
     boxes; with X_K_MAJOR (P, K) K-contiguous, [BP, BK]), Y and its remainder (Q, K)
     K-contiguous through y_desc and ylo_desc ([BQ, BK]); C fp32 through c_desc ([BQ / 8, BP]
@@ -240,7 +228,7 @@ def _split_fed_kernel(x_desc, y_desc, ylo_desc, c_desc, P, Q, K, d_ptr, stride_d
     gl.warp_specialize([
         (_mma, (x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q, K,
                 c_desc, epi, d_ptr, stride_dm, stride_dn, alpha, beta, BP, BQ, BK, GROUP_M,
-                OUT_T, PERIOD, X_K_MAJOR, HAS_D, SWAP)),
+                OUT_T, PERIOD, X_K_MAJOR, HAS_D)),
         (_loader, (x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
                    K, c_desc, epi, BP, BQ, BK, GROUP_M, OUT_T, PERIOD, X_K_MAJOR)),
     ], [1], [LOADER_REGS])
@@ -289,7 +277,7 @@ def kernel_constexprs(out_t: bool, x_k_major: bool, has_d: bool, k: int) -> dict
     has_d."""
     return {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
             "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "X_K_MAJOR": x_k_major,
-            "HAS_D": has_d, "SWAP": SWAP_P and not x_k_major, "PERIOD": hi_flush_k(k) // BK}
+            "HAS_D": has_d, "PERIOD": hi_flush_k(k) // BK}
 
 
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, y_hi: torch.Tensor, y_lo: torch.Tensor,
