@@ -286,27 +286,30 @@ def wgmma_register_hazards(sass: str) -> list:
 
 
 def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
-                        x_smem: bool = False) -> dict:
+                        x_smem: bool = False, dtype: str = "fp32") -> dict:
     """kernels/register_fed.py compiled for arch (C^T stored with out_t, else C; ctas CTAs
-    a cluster; x_smem: X K-major in shared memory, its nt mode): shared memory, ptxas's
-    registers, spills and warnings under the kernel's register cap, its tensor-core
-    opcodes, wgmma_register_hazards of its SASS, and with clusters its PTX's multicast
-    loads, remote arrives and whether its shared memory lies where the kernel's PTX strings
-    address it (register_fed._check_offsets)."""
+    a cluster; x_smem: X K-major in shared memory, its nt mode; dtype: operands' and
+    output's, fp32 (tf32) or with x_smem fp16 / bf16): shared memory, ptxas's registers,
+    spills and warnings under the kernel's register cap, its tensor-core opcodes,
+    wgmma_register_hazards of its SASS, and with clusters its PTX's multicast loads, remote
+    arrives and whether its shared memory lies where the kernel's PTX strings address it
+    (register_fed._check_offsets)."""
     from triton.experimental.gluon import language as gl
     from triton_gemm.kernels import register_fed as rf
-    y_block = [rf.BQ // ctas, rf.BK]
-    x_block = [rf.BP, rf.BK] if x_smem else [rf.BK, rf.BP]
-    x_layout = gl.NVMMASharedLayout.get_default_for(x_block, gl.float32)
-    y_layout = gl.NVMMASharedLayout.get_default_for(y_block, gl.float32)
+    elem = 4 if dtype == "fp32" else 2
+    constexprs = rf.kernel_constexprs(out_t, ctas, x_smem, elem)
+    bk = constexprs["BK"]
+    y_block = [rf.BQ // ctas, bk]
+    x_block = [rf.BP, bk] if x_smem else [bk, rf.BP]
     c_block = [rf.BQ // 8, rf.BP] if out_t else [rf.BP, rf.BQ // 8]
-    c_layout = gl.NVMMASharedLayout.get_default_for(c_block, gl.float32)
-    signature = {"x_desc": f"tensordesc<fp32[{x_block[0]}, {x_block[1]}],{x_layout!r}>",
-                 "y_desc": f"tensordesc<fp32[{y_block[0]}, {y_block[1]}],{y_layout!r}>",
-                 "c_desc": f"tensordesc<fp32[{c_block[0]}, {c_block[1]}],{c_layout!r}>",
+    gl_dtype = {"fp32": gl.float32, "fp16": gl.float16, "bf16": gl.bfloat16}[dtype]
+
+    def desc(block):
+        layout = gl.NVMMASharedLayout.get_default_for(block, gl_dtype)
+        return f"tensordesc<{dtype}[{block[0]}, {block[1]}],{layout!r}>"
+    signature = {"x_desc": desc(x_block), "y_desc": desc(y_block), "c_desc": desc(c_block),
                  "P": "i32", "Q": "i32", "K": "i32"}
-    kernel = compile_gluon(rf._register_fed_kernel, signature,
-                           rf.kernel_constexprs(out_t, ctas, x_smem),
+    kernel = compile_gluon(rf._register_fed_kernel, signature, constexprs,
                            {"num_warps": rf.WARPS, "maxnreg": rf.MAX_REGISTERS}, arch)
     with tempfile.TemporaryDirectory() as tmp:
         sass = sass_text(kernel.asm["cubin"], Path(tmp))
@@ -315,7 +318,7 @@ def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
     extra = {}
     if ctas > 1:
         try:
-            rf._check_offsets(ptx, ctas)
+            rf._check_offsets(ptx, ctas, elem)
             extra["offsets_ok"] = True
         except RuntimeError:
             extra["offsets_ok"] = False

@@ -4,6 +4,7 @@ reads 256 MB, bench.gpu_median_ms), listed with their durations and the idle gap
 them. GPU only.
 
     python perf/timeline.py --shape 128,128,65536 --precision fp16
+    python perf/timeline.py --shape 2048,4096,4096,nt --precision fp16
 
 A gap between the kernels of one call is host launch cost the GPU waited for; kernels
 slower here than in CUDA-graph replay (perf/report.py's GPU-time column) are paying for a
@@ -75,7 +76,8 @@ def report(label: str, calls) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", default="128,128,65536", help="M,N,K")
+    parser.add_argument("--shape", default="128,128,65536",
+                        help="M,N,K[,LAYOUT] (LAYOUT as perf/suites.py: nn, nt, tn, tt)")
     parser.add_argument("--precision", default="fp16", choices=bench.PRECISIONS,
                         help="operand dtype and precision, as perf/report.py names them")
     parser.add_argument("--calls", type=int, default=20)
@@ -84,7 +86,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         sys.exit("perf/timeline.py profiles GPU kernels; no CUDA GPU found")
-    case = Case(*(int(x) for x in args.shape.split(",")))
+    fields = args.shape.split(",")
+    case = Case(*(int(x) for x in fields[:3]), *fields[3:])
     a, b = bench.make_operands(case, bench.DTYPES[args.precision], "cuda")[0]
     lib = args.precision if args.precision in triton_gemm.PRECISIONS else None
     cache = torch.zeros(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")

@@ -112,11 +112,12 @@ def _sustained(fn, seconds: float) -> tuple:
 
 
 def _kernels(a, b, ref) -> dict:
-    """name -> call of kernels/register_fed.py alone on a, b (1 and 2 CTAs a cluster), each
-    first checked against float64 on a NaN-poisoned output; {} where it does not apply."""
+    """name -> call of kernels/register_fed.py alone on a, b (1 and 2 CTAs a cluster; fp32
+    in tf32, 16-bit nt with both operands in shared memory), each first checked against
+    float64 on a NaN-poisoned output; {} where it does not apply."""
     from triton_gemm.kernels import register_fed
     from triton_gemm.tolerances import rel_error, tolerance
-    out = torch.empty(a.shape[0], b.shape[1], device="cuda")
+    out = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=a.dtype)
     if not register_fed.supports(a, b, out):
         return {}
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
@@ -126,7 +127,7 @@ def _kernels(a, b, ref) -> dict:
         register_fed.matmul_2d(a, b, out, sms, ctas=ctas)
         torch.cuda.synchronize()
         error = rel_error(out, ref)
-        ok = error <= tolerance(torch.float32, "tf32")
+        ok = error <= tolerance(a.dtype, "tf32")
         print(f"  {name}: error {error:.1e} {'ok' if ok else 'FAILED'}", flush=True)
         if ok:
             fns[name] = functools.partial(register_fed.matmul_2d, a, b, out, sms, ctas=ctas)
@@ -141,7 +142,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--kernels", action="store_true",
                         help="also time kernels/register_fed.py alone, without and with "
-                             "clusters of 2 CTAs (nn, tt and nt cases)")
+                             "clusters of 2 CTAs (nn, tt and nt cases; 16-bit: nt)")
     parser.add_argument("--dtype", choices=tuple(_PRECISION), default="float32",
                         help="operands' dtype (float32 runs tf32)")
     parser.add_argument("--cublas-kernels", action="store_true",

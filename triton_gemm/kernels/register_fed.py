@@ -123,8 +123,20 @@ def _keep(x):
 # allocator for this kernel (checked against the compiled PTX before the first launch:
 # _check_offsets) and on the Y descriptor's kernel parameter.
 Y_RING_OFFSET = gl.constexpr(0)
-READY_OFFSET = gl.constexpr(229456)
-EMPTY_OFFSET = gl.constexpr(229488)
+# Bytes triton's warp_specialize keeps between the epilogue buffers and the barriers.
+WS_SCRATCH = 80
+
+
+def barrier_offsets(out_elem: int) -> tuple:
+    """(ready, empty): where triton's allocator puts the ring's barriers for an output of
+    out_elem bytes an element: after the rings (Y's at Y_RING_OFFSET, X's after it; a K
+    step 128 bytes a row, BK fp32 or 2 BK 16-bit elements), the two epilogue buffers and
+    WS_SCRATCH (_check_offsets checks the compiled PTX)."""
+    ready = (Y_RING_OFFSET.value + STAGES * (BP + BQ) * BK * 4 + 2 * BQ // 8 * BP * out_elem
+             + WS_SCRATCH)
+    return ready, ready + 8 * STAGES
+
+
 _MULTICAST_Y = gl.constexpr(
     "{ .reg .pred p; .reg .b64 d; .reg .b32 base, dst, bar; .reg .b16 mask;"
     " setp.eq.s32 p, $1, 0; mov.b64 d, _register_fed_kernel_param_5; cvta.param.u64 d, d;"
@@ -159,22 +171,23 @@ def _cluster_sync(THREADS: gl.constexpr):
 
 @gluon.jit
 def _multicast_y(q, k, slot, rank, THREADS: gl.constexpr, BQ: gl.constexpr,
-                 BK: gl.constexpr, CTAS: gl.constexpr):
+                 BK: gl.constexpr, CTAS: gl.constexpr, ELEM: gl.constexpr,
+                 READY_AT: gl.constexpr):
     """Rows q .. q + BQ / CTAS of Y at column k into every CTA's Y ring slot `slot` (the
     part this CTA loads: rank), completing on each CTA's ready[slot] barrier; one thread
-    issues it."""
+    issues it. ELEM: bytes an element; READY_AT: the ready barriers' shared memory offset."""
     lane = gl.arange(0, THREADS, layout=gl.BlockedLayout([1], [32], [THREADS // 32], [0]))
-    dst = Y_RING_OFFSET + slot * (BQ * BK * 4) + rank * (BQ // CTAS * BK * 4)
+    dst = Y_RING_OFFSET + slot * (BQ * BK * ELEM) + rank * (BQ // CTAS * BK * ELEM)
     gl.inline_asm_elementwise(
         _MULTICAST_Y, "=r,r,r,r,r,r,r",
-        [lane, _one_per_thread(dst, THREADS), _one_per_thread(READY_OFFSET + slot * 8, THREADS),
+        [lane, _one_per_thread(dst, THREADS), _one_per_thread(READY_AT + slot * 8, THREADS),
          _one_per_thread(k, THREADS), _one_per_thread(q, THREADS),
          _one_per_thread((1 << CTAS) - 1, THREADS)],
         dtype=gl.int32, is_pure=False, pack=1)
 
 
 @gluon.jit
-def _release_to(slot, cta, pred, THREADS: gl.constexpr):
+def _release_to(slot, cta, pred, THREADS: gl.constexpr, EMPTY_AT: gl.constexpr):
     """Arrive on CTA `cta`'s empty[slot] barrier, once a warpgroup (its first thread):
     this warpgroup's wgmmas are done with its CTA's copy of the slot, into which every CTA
     of the cluster multicasts its part of Y."""
@@ -182,7 +195,7 @@ def _release_to(slot, cta, pred, THREADS: gl.constexpr):
     gl.inline_asm_elementwise(
         _RELEASE_PEER, "=r,r,r,r",
         [((lane % 128 == 0) & pred).to(gl.int32),
-         _one_per_thread(EMPTY_OFFSET + slot * 8, THREADS), _one_per_thread(cta, THREADS)],
+         _one_per_thread(EMPTY_AT + slot * 8, THREADS), _one_per_thread(cta, THREADS)],
         dtype=gl.int32, is_pure=False, pack=1)
 
 
@@ -212,13 +225,14 @@ def _tile_origin(tile, Q, columns, rank, CTAS: gl.constexpr, BP: gl.constexpr,
 def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
             BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
             OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
-            X_SMEM: gl.constexpr):
+            X_SMEM: gl.constexpr, READY_AT: gl.constexpr):
     """The TMA warps: each K step's X and Y tiles into the ring once the wgmma warps (with
     CTAS > 1, all the cluster's CTAs') have handed the slot back. K steps are issued in
     pairs; past K, TMA fills zeros."""
     STAGES: gl.constexpr = x_ring.type.shape[0]
     THREADS: gl.constexpr = 32 * LOADER_WARPS
-    nbytes: gl.constexpr = x_desc.block_type.nbytes + BQ * BK * 4
+    ELEM: gl.constexpr = y_desc.dtype.primitive_bitwidth // 8
+    nbytes: gl.constexpr = x_desc.block_type.nbytes + BQ * BK * ELEM
     if CTAS > 1:
         _cluster_sync(THREADS)
     first, walkers, tiles, columns, rank, k_steps = _walk(P, Q, K, CTAS, BP, BQ, BK)
@@ -236,7 +250,7 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
             tma.async_copy_global_to_shared(x_desc, x_at, ready.index(slot), x_ring.index(slot))
             if CTAS > 1:
                 _multicast_y(off_q + rank * (BQ // CTAS), i * BK, slot, rank, THREADS, BQ, BK,
-                             CTAS)
+                             CTAS, ELEM, READY_AT)
             else:
                 tma.async_copy_global_to_shared(y_desc, [off_q, i * BK], ready.index(slot),
                                                 y_ring.index(slot))
@@ -246,16 +260,18 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
 
 
 @gluon.jit
-def _release(empty, slot, rank, pred, CTAS: gl.constexpr, THREADS: gl.constexpr):
+def _release(empty, slot, rank, pred, CTAS: gl.constexpr, THREADS: gl.constexpr,
+             EMPTY_AT: gl.constexpr = 0):
     """Hand ring slot `slot` back to the TMA warps: without clusters once both warpgroups
     are past it (a CTA barrier, then one arrival); in a cluster each warpgroup arrives on
-    every CTA's barrier itself (its count: warpgroups x CTAs), with no CTA barrier."""
+    every CTA's barrier itself (its count: warpgroups x CTAs; EMPTY_AT: the barriers'
+    shared memory offset), with no CTA barrier."""
     if CTAS == 1:
         gl.thread_barrier()  # both warpgroups
         mbarrier.arrive(empty.index(slot), pred=pred)
     else:
         for j in gl.static_range(CTAS):
-            _release_to(slot, (rank + j) % CTAS, pred, THREADS)
+            _release_to(slot, (rank + j) % CTAS, pred, THREADS, EMPTY_AT)
 
 
 @gluon.jit
@@ -267,6 +283,7 @@ def _store_chunk(chunk, j, c_desc, epi, off_p, off_q, OUT_T: gl.constexpr):
     buf = epi.index(j % 2)
     tma.store_wait(1)
     gl.thread_barrier()  # every thread past the wait before the buffer is rewritten
+    chunk = chunk.to(buf.dtype)
     if OUT_T:
         buf.store(gl.permute(chunk, (1, 0)))
         at = [off_q + EPI * j, off_p]
@@ -307,7 +324,7 @@ def _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T: gl.constexpr, BP: gl.cons
 @gluon.jit
 def _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout: gl.constexpr,
                  BP: gl.constexpr, BQ: gl.constexpr, CTAS: gl.constexpr,
-                 THREADS: gl.constexpr):
+                 THREADS: gl.constexpr, EMPTY_AT: gl.constexpr):
     """One tile's K loop with X K-major in shared memory too (X_SMEM): both wgmma operands
     read from the ring, one wgmma left in flight; returns the accumulator."""
     STAGES: gl.constexpr = x_ring.type.shape[0]
@@ -318,9 +335,10 @@ def _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout: 
         acc = warpgroup_mma(x_ring.index(slot), y_ring.index(slot).permute((1, 0)), acc,
                             is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i - 1
-        _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS)
+        _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS, EMPTY_AT)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-    _release(empty, (step + k_steps + STAGES - 1) % STAGES, rank, True, CTAS, THREADS)
+    _release(empty, (step + k_steps + STAGES - 1) % STAGES, rank, True, CTAS, THREADS,
+             EMPTY_AT)
     return acc
 
 
@@ -328,15 +346,17 @@ def _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout: 
 def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
          BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
          OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
-         X_SMEM: gl.constexpr):
+         X_SMEM: gl.constexpr, EMPTY_AT: gl.constexpr):
     """The wgmma warpgroups: one wgmma left in flight, its X fragment kept until the wait
     that retires it; a slot goes back to the TMA warp once both warpgroups' wgmmas on it
     have retired. The tile goes out through shared memory by TMA (_store_tile)."""
     STAGES: gl.constexpr = x_ring.type.shape[0]
     NW: gl.constexpr = gl.num_warps()
     THREADS: gl.constexpr = 32 * NW
+    # wgmma's K: 32 bytes of the operand type (tf32 8, 16-bit 16).
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, BQ, 8])
+        version=[3, 0], warps_per_cta=[NW, 1],
+        instr_shape=[16, BQ, 256 // x_desc.dtype.primitive_bitwidth])
     x_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout,
                                                  k_width=1)
     if CTAS > 1:
@@ -347,7 +367,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
         off_q, off_p = _tile_origin(tile, Q, columns, rank, CTAS, BP, BQ, GROUP_M)
         if X_SMEM:
             acc = _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout,
-                               BP, BQ, CTAS, THREADS)
+                               BP, BQ, CTAS, THREADS, EMPTY_AT)
             step += k_steps
         else:
             mbarrier.wait(ready.index(step % STAGES), (step // STAGES) & 1)
@@ -359,14 +379,15 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
                 acc = warpgroup_mma(x, y_ring.index(slot).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i - 1
                 _keep(y)
-                _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS)
+                _release(empty, (slot + STAGES - 1) % STAGES, rank, i > 0, CTAS, THREADS,
+                         EMPTY_AT)
                 odd = (slot + 1) % STAGES
                 mbarrier.wait(ready.index(odd), ((step + i + 1) // STAGES) & 1)
                 y = x_ring.index(odd).permute((1, 0)).load(x_layout)
                 acc = warpgroup_mma(y, y_ring.index(odd).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))  # retires step i
                 _keep(x)
-                _release(empty, slot, rank, True, CTAS, THREADS)
+                _release(empty, slot, rank, True, CTAS, THREADS, EMPTY_AT)
                 if i + 2 < k_steps:
                     even = (slot + 2) % STAGES
                     mbarrier.wait(ready.index(even), ((step + i + 2) // STAGES) & 1)
@@ -374,7 +395,7 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
             _keep(y)
             step += k_steps
-            _release(empty, (step + STAGES - 1) % STAGES, rank, True, CTAS, THREADS)
+            _release(empty, (step + STAGES - 1) % STAGES, rank, True, CTAS, THREADS, EMPTY_AT)
         _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T, BP, BQ)
     tma.store_wait(0)
     if CTAS > 1:
@@ -387,6 +408,7 @@ def _register_fed_kernel(
     BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
     GROUP_M: gl.constexpr, OUT_T: gl.constexpr, LOADER_REGS: gl.constexpr,
     CTAS: gl.constexpr = 1, LOADER_WARPS: gl.constexpr = 1, X_SMEM: gl.constexpr = False,
+    READY_AT: gl.constexpr = 0, EMPTY_AT: gl.constexpr = 0,
 ):
     """acc = X^T Y^T in tf32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
     boxes; with X_SMEM (P, K) K-contiguous, [BP, BK] boxes, acc = X Y^T) and Y (Q, K)
@@ -396,12 +418,12 @@ def _register_fed_kernel(
     (launched in clusters of CTAS, LOADER_WARPS 4) cluster i walks groups of CTAS tiles
     so."""
     if X_SMEM:
-        x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BP, BK], x_desc.layout)
+        x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BP, BK], x_desc.layout)
     else:
-        x_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BP], x_desc.layout)
-    y_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BQ, BK], y_desc.layout)
+        x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BK, BP], x_desc.layout)
+    y_ring = gl.allocate_shared_memory(y_desc.dtype, [STAGES, BQ, BK], y_desc.layout)
     # Two buffers of one epilogue chunk (_store_tile): one fills while TMA reads the other.
-    epi = gl.allocate_shared_memory(gl.float32, [2] + c_desc.block_type.shape, c_desc.layout)
+    epi = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
@@ -411,9 +433,9 @@ def _register_fed_kernel(
         mbarrier.init(empty.index(s), count=1 if CTAS == 1 else gl.num_warps() // 4 * CTAS)
     gl.warp_specialize([
         (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
-                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
+                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM, EMPTY_AT)),
         (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
-                   BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM)),
+                   BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM, READY_AT)),
     ], [LOADER_WARPS], [LOADER_REGS])
 
 
@@ -431,21 +453,29 @@ def _operands(a: torch.Tensor, b: torch.Tensor):
 
 
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether fp32 a (M, K) and b (K, N) in the nn, tt or nt layout and a fp32 out (M, N)
-    with unit column stride, all three as TMA reads and writes them (16-byte aligned base
-    and row stride), can run here: on a Hopper GPU, outside the interpreter."""
-    if INTERPRETER or not (a.dtype == b.dtype == out.dtype == torch.float32):
+    """Whether a (M, K) and b (K, N), fp32 in the nn, tt or nt layout or fp16 / bf16 in
+    the nt layout (both operands K-major, read by wgmma from shared memory), and an out
+    (M, N) of their dtype with unit column stride, all three as TMA reads and writes them
+    (16-byte aligned base and row stride), can run here: on a Hopper GPU, outside the
+    interpreter."""
+    if INTERPRETER or not (a.dtype == b.dtype == out.dtype and a.dtype in _GL_DTYPES):
         return False
     if a.dim() != 2 or b.dim() != 2 or out.stride(1) != 1 or not hopper(a.device):
         return False
     ops = _operands(a, b)
+    if ops is not None and a.dtype != torch.float32 and not ops[3]:
+        return False  # 16-bit: nt only
     return (ops is not None and _tma_ok(ops[0], ops[0].stride(0))
             and _tma_ok(ops[1], ops[1].stride(0)) and _tma_ok(out, out.stride(0))
             and min(a.shape + b.shape) > 0)
 
 
+_GL_DTYPES = {torch.float32: gl.float32, torch.float16: gl.float16,
+              torch.bfloat16: gl.bfloat16}
+
+
 def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
-    layout = gl.NVMMASharedLayout.get_default_for(block, gl.float32)
+    layout = gl.NVMMASharedLayout.get_default_for(block, _GL_DTYPES[t.dtype])
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
@@ -453,21 +483,24 @@ _MBARRIER_INIT = re.compile(r"add\.s32\s+%r\d+, %r\d+, (\d+);\s*// begin inline 
                             r"@%p\d+ mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);")
 
 
-def _check_offsets(ptx: str, ctas: int) -> None:
-    """Raise unless the kernel's shared memory (CTAS = ctas > 1) lies where its PTX strings
-    address it: Y's ring at Y_RING_OFFSET (X's right after it), the ready (count 1) and
-    empty (count: warpgroups x ctas) barriers from READY_OFFSET and EMPTY_OFFSET."""
+def _check_offsets(ptx: str, ctas: int, out_elem: int = 4) -> None:
+    """Raise unless the kernel's shared memory (CTAS = ctas > 1, an output of out_elem
+    bytes an element) lies where its PTX strings address it: Y's ring at Y_RING_OFFSET
+    (X's right after it), the ready (count 1) and empty (count: warpgroups x ctas) barriers
+    from barrier_offsets."""
     inits = [(int(offset), int(count)) for offset, count in _MBARRIER_INIT.findall(ptx)]
     ready = sorted(offset for offset, count in inits if count == 1)
     empty = sorted(offset for offset, count in inits if count == WARPS // 4 * ctas)
     x_ring = Y_RING_OFFSET.value + STAGES * BQ * BK * 4
     found = (ready[:1], empty[:1],
              re.search(rf"add\.s32\s+%r\d+, %r\d+, {x_ring};", ptx) is not None)
-    if found != ([READY_OFFSET.value], [EMPTY_OFFSET.value], True):
+    ready_at, empty_at = barrier_offsets(out_elem)
+    if found != ([ready_at], [empty_at], True):
         raise ClusterUnavailable(
             f"register_fed: the {ctas}-CTA cluster kernel's shared memory moved (ready, empty "
-            f"barriers, X ring at {x_ring}: {found}); set READY_OFFSET / EMPTY_OFFSET / "
-            "Y_RING_OFFSET from its PTX, or run without clusters (CLUSTER_CTAS = 1)")
+            f"barriers, X ring at {x_ring}: {found}, expected {ready_at}, {empty_at}); set "
+            "WS_SCRATCH / Y_RING_OFFSET from its PTX, or run without clusters "
+            "(CLUSTER_CTAS = 1)")
 
 
 class ClusterUnavailable(RuntimeError):
@@ -479,13 +512,14 @@ _clustered: set = set()
 _clusters_unavailable: list = []  # the first ClusterUnavailable, once seen
 
 
-def _as_cluster(compiled, ctas: int) -> None:
-    """Make triton's launcher start `compiled` in clusters of ctas CTAs: its metadata says
-    num_ctas = ctas (the launcher then launches ctas times the grid, clustered), which the
-    kernel, compiled for one CTA a program, does not otherwise know."""
+def _as_cluster(compiled, ctas: int, out_elem: int = 4) -> None:
+    """Make triton's launcher start `compiled` (its output out_elem bytes an element) in
+    clusters of ctas CTAs: its metadata says num_ctas = ctas (the launcher then launches
+    ctas times the grid, clustered), which the kernel, compiled for one CTA a program, does
+    not otherwise know."""
     if id(compiled) in _clustered:
         return
-    _check_offsets(compiled.asm["ptx"], ctas)
+    _check_offsets(compiled.asm["ptx"], ctas, out_elem)
     warps, one, *rest = compiled.packed_metadata
     if one != 1:
         raise RuntimeError(f"register_fed: expected a one-CTA compile, got num_ctas {one}")
@@ -495,7 +529,7 @@ def _as_cluster(compiled, ctas: int) -> None:
 
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
               ctas: int | None = None) -> torch.Tensor:
-    """out = a @ b in tf32 for operands supports() accepts; sms: the GPU's SM count (the
+    """out = a @ b (fp32 operands in tf32) for operands supports() accepts; sms: the GPU's SM count (the
     grid as the persistent kernel's: persistent.programs); ctas: CTAs a cluster, sharing Y's
     tiles by TMA multicast (1, 2 or 4; default CLUSTER_CTAS from CLUSTER_MIN_MNK on, else
     1; 1 once the cluster kernel turned out unable to run, ClusterUnavailable). Returns
@@ -520,11 +554,14 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
     return _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas)
 
 
-def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool) -> dict:
+def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool, elem: int = 4) -> dict:
     """_register_fed_kernel's constexpr arguments for a launch (and the offline compiles of
     perf/sass_audit.py): C^T stored with out_t, ctas CTAs a cluster, X K-major in shared
-    memory with x_smem."""
-    return {"BP": BP, "BQ": BQ, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
+    memory with x_smem, operands and output of elem bytes an element (4: tf32; 2: 16-bit,
+    K steps twice as deep, x_smem only)."""
+    ready_at, empty_at = barrier_offsets(elem)
+    return {"BP": BP, "BQ": BQ, "BK": BK * 4 // elem, "STAGES": STAGES, "GROUP_M": GROUP_M,
+            "READY_AT": ready_at, "EMPTY_AT": empty_at,
             "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "CTAS": ctas,
             # Four TMA warps with clusters: the cluster barriers count every thread,
             # and a one-warp partition leaves three idle warps that never arrive. Nor
@@ -543,14 +580,18 @@ def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool) -> dict:
 
 def _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas):
     """matmul_2d's launch on its operands (X, Y), ctas CTAs a cluster. Returns out."""
-    args = (_descriptor(x, [BP, BK] if x_smem else [BK, BP]), _descriptor(y, [BQ // ctas, BK]),
-            _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, a.shape[1])
-    constexprs = {**kernel_constexprs(out_t, ctas, x_smem), "num_warps": WARPS,
+    elem = a.element_size()
+    constexprs = {**kernel_constexprs(out_t, ctas, x_smem, elem), "num_warps": WARPS,
                   "maxnreg": MAX_REGISTERS}
+    bk = constexprs["BK"]
+    args = (_descriptor(x, [BP, bk] if x_smem else [bk, BP]), _descriptor(y, [BQ // ctas, bk]),
+            _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, a.shape[1])
     # A launch per cluster, each group of ctas tiles along P one tile of the wave rule.
     grid = programs(ctas * BP, BQ, p, q, sms // ctas, half_tail=False)
     run_kernel(_register_fed_kernel, (grid, ), args, constexprs,
-               prepare=functools.partial(_as_cluster, ctas=ctas) if ctas > 1 else None)
-    record(triton.Config({"REGISTER_FED": True, "BM": BP, "BN": BQ, "BK": BK, "CTAS": ctas,
-                          "X_SMEM": x_smem}, num_warps=WARPS, num_stages=STAGES), "tf32")
+               prepare=(functools.partial(_as_cluster, ctas=ctas, out_elem=elem) if ctas > 1
+                        else None))
+    record(triton.Config({"REGISTER_FED": True, "BM": BP, "BN": BQ, "BK": bk, "CTAS": ctas,
+                          "X_SMEM": x_smem}, num_warps=WARPS, num_stages=STAGES),
+           "tf32" if elem == 4 else "half")
     return out
