@@ -148,7 +148,7 @@ def test_the_offset_check_refuses_ptx_whose_barriers_moved():
     offsets) raises, naming the constants to update."""
     ptx = ("add.s32 \t%r101, %r109, 196720;\n\t// begin inline asm\n"
            "\t@%p10 mbarrier.init.shared::cta.b64 [%r101], 1;\n")
-    with pytest.raises(RuntimeError, match="READY_OFFSET"):
+    with pytest.raises(RuntimeError, match="WS_SCRATCH"):
         register_fed._check_offsets(ptx, 2)
 
 
