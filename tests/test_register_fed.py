@@ -210,6 +210,30 @@ def test_register_fed_kernel_computes_the_product(layout, m, n, k, ctas):
 
 
 @gpu_only
+@pytest.mark.parametrize("ctas", [1, 2])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("m,n,k", [(300, 272, 1000), (1000, 4224, 2080), (128, 640, 64),
+                                   (2048, 2048, 2048)])
+def test_register_fed_kernel_computes_16_bit_nt_products(dtype, m, n, k, ctas):
+    """16-bit operands, nt only (both K-major, read by wgmma from shared memory; nn and tt
+    would need an MN-major ring it lacks): tile edges, K past the last 64-deep step, an
+    odd count of them, clusters whose last group runs past P, several tiles a program;
+    NaN-poisoned output of the operands' dtype."""
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    a, b = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype).T
+    out = torch.full((m, n), float("nan"), device=a.device, dtype=dtype)
+    assert not register_fed.supports(a, b.T.contiguous().T.contiguous(), out)  # nn
+    assert register_fed.supports(a, b, out)
+    register_fed.matmul_2d(a, b, out, torch.cuda.get_device_properties(0).multi_processor_count,
+                           ctas=ctas)
+    assert last_config() == f"gs_{register_fed.BP}x{register_fed.BQ}x{register_fed.BK * 2}" + (
+        f"_c{ctas}" if ctas > 1 else "")
+    assert_close(out, a.double() @ b.double(), dtype, None, f"{m}x{n}x{k} ctas={ctas}",
+                 operands=(a, b))
+
+
+@gpu_only
 @pytest.mark.parametrize("layout", ["nn", "tt"])
 def test_matmul_runs_large_tf32_nn_and_tt_products_register_fed(layout):
     """Through the public API: matmul takes the kernel, addmm (an epilogue) the copy."""

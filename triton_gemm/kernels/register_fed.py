@@ -10,7 +10,15 @@ transposed), C for tt. A warp of its own issues both tiles' TMA loads into a rin
 STAGES slots (warp specialisation); the two wgmma warpgroups never stop for them, and
 hand each finished tile to TMA through shared memory (_store_tile). From CLUSTER_MIN_MNK
 on, CTAs run in clusters of two that share Y's tiles (TMA multicast). nt (both operands
-K-major) runs here too with X_SMEM, both read by wgmma from the ring; not dispatched.
+K-major) runs here too with X_SMEM, both read by wgmma from the ring; not dispatched. So
+do fp16 and bf16 nt products (K steps 64 deep: the same 48 KB a slot), the cuBLAS recipe
+for them (nvjet_sm90_hsh_128x256_64x4_2x1: this tile, 4 stages, clusters of two), also
+not dispatched: no faster than the persistent kernel's p_128x256x64_sub (forty-first
+session; wave_probe.py --kernels --dtype float16, H100, fp16 nt, TFLOPS sustained, one CTA
+/ clusters of two / the library / cuBLAS): 8192^3 652.8 / 668.1 / 672.0 / 654.8,
+2048x11008x4096 595.1 / 598.0 / 617.4 / 622.7, 8192x4096x11008 659.3 / 666.2 / 672.4 /
+669.5, 4096^3 642.6 / 638.5 / 647.6 / 646.7; eager after the flush, us, 4096^3 190.1 /
+191.5 / 192.3 / 187.0, 2048x11008x4096 280.4 / 281.4 / 271.0 / 262.4.
 
 ptxas before CUDA 13.3 may reuse a register-fed wgmma's input registers before it has read
 them (triton-lang/triton#11781; triton 3.6 ships ptxas 12.8). Left to itself, ptxas 12.8
