@@ -115,17 +115,20 @@ def test_the_kernel_compiles_with_alternating_fragments_and_no_hazard():
         assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem
 
 
-@pytest.mark.parametrize("ctas,x_smem", [(2, False), (4, False), (2, True)])
-def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(ctas, x_smem):
+@pytest.mark.parametrize("ctas,x_smem,dtype", [(2, False, "fp32"), (4, False, "fp32"),
+                                               (2, True, "fp32"), (2, True, "fp16")])
+def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(ctas, x_smem,
+                                                                              dtype):
     """The variant in clusters of ctas CTAs, offline for sm_90a: the PTX strings' shared
     memory offsets match triton's allocation (else matmul_2d refuses to launch it), one
     multicast load of Y a K step, three slot releases (the loop's two and the tile's last;
     two with X in shared memory, x_smem) each arriving on every CTA's barrier, no GPU-scope
     fence but the four cluster syncs (start and end of both partitions), and the plain
-    kernel's register, spill and hazard checks."""
+    kernel's register, spill and hazard checks; fp16 too (a 16-bit output: the epilogue
+    buffers halve and the barriers move down 16 KB)."""
     code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
             f"print(json.dumps([sass_audit.register_fed_report(t, ctas={ctas}, "
-            f"x_smem={x_smem}) for t in (True, False)]))")
+            f"x_smem={x_smem}, dtype={dtype!r}) for t in (True, False)]))")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=False,
                           capture_output=True, text=True, timeout=600)
@@ -135,7 +138,8 @@ def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(
         assert report["multicast_loads"] == 1, report
         assert report["remote_arrives"] == (2 if x_smem else 3) * ctas, report
         assert report["gpu_membars"] == 4, report  # 4 cluster syncs, nothing else
-        assert report["mma"] == "HGMMA.64x256x8.F32.TF32", report
+        assert report["mma"] == ("HGMMA.64x256x8.F32.TF32" if dtype == "fp32"
+                                 else "HGMMA.64x256x16.F32"), report
         # Register-fed: two alternating four-register fragments; x_smem: none.
         assert len(report["a_registers"]) == (0 if x_smem else 8), report
         assert report["hazards"] == [], report
