@@ -164,7 +164,7 @@ def test_a_cluster_kernel_whose_shared_memory_moved_runs_without_clusters(monkey
     if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
         pytest.skip("the register-fed kernel needs Hopper (sm_90)")
 
-    def moved(ptx, ctas):
+    def moved(ptx, ctas, out_elem=4):
         raise register_fed.ClusterUnavailable("register_fed: offsets moved (test)")
 
     monkeypatch.setattr(common, "_compiled", {})  # compile (and prepare) afresh
