@@ -190,11 +190,11 @@ def test_a_tile_exactly_at_the_occupancy_share_is_tuned():
     cfgs = configs.persistent_configs("half_mid")
     kept = {configs.config_name(c, "half_mid")
             for c in configs.busy_enough(cfgs, 128, 11008, 132)}
-    assert {"pm_64x64x128", "pm_128x128x64_s6", "pm_128x64x128"} <= kept
+    assert {"pm_64x64x128_s6", "pm_128x128x64_s6", "pm_128x64x128"} <= kept
     # Below it: 66 tiles of 128x128 (66/132) against 264 of 64x64 in two whole waves.
     fewer = {configs.config_name(c, "half_mid")
              for c in configs.busy_enough(cfgs, 128, 8448, 132)}
-    assert "pm_64x64x128" in fewer and "pm_128x128x64_s6" not in fewer
+    assert "pm_64x64x128_s6" in fewer and "pm_128x128x64_s6" not in fewer
 
 
 def test_16_bit_products_with_a_wave_of_wide_tiles_tune_only_wide_tiles():

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 from perf import sass_audit  # noqa: E402
 from triton_gemm import configs  # noqa: E402
 
-TILE = "pmt_64x64x64"
+TILE = "pmt_64x64x64_s6"
 
 
 def _rows(**changes):

@@ -161,9 +161,12 @@ _PERSISTENT_TILES = {
     # 128x8192x28672 128x64x128 184.5 (192.2, 190.2); 128x11008x4096 128x128x64 w4 s6 49.9
     # (50.0, 47.1); 256x4096x4096 128x64x64 s8 29.0 (32.4, 26.4). Dropped: 128x64x128
     # warp-specialised (28.7 there) computed wrong results on a ragged 300x270x200 product
-    # (relative error 3e-2, H100, triton 3.6).
+    # (relative error 3e-2, H100, triton 3.6). 64x64x128 in 6 stages, not 5 (forty-first
+    # session; tile_probe.py --rounds 3, H100, fp16 nt, eager after the flush, us, s5 / s6
+    # (cuBLAS)): 128x4096x4096 18.3 / 17.7 (17.4), 128x4096x11008 40.4 / 39.5 (39.5),
+    # 128x11008x4096 40.3 / 38.9 (38.9); 192 KB, Hopper only as the family.
     "half_mid": (
-        ("pm_64x64x128", 64, 64, 128, 4, 5, False),
+        ("pm_64x64x128_s6", 64, 64, 128, 4, 6, False),
         ("pm_128x64x128", 128, 64, 128, 4, 4, False),
         ("pm_128x128x64_s6", 128, 128, 64, 4, 6, False),
         ("pm_128x64x64_s8", 128, 64, 64, 4, 8, False),
@@ -189,9 +192,11 @@ _PERSISTENT_TILES = {
     # H100, tf32 nt, L2 flushed, us (plain kernel as tuned, cuBLAS tf32): 128x4096x4096
     # 64x64x64 s5 31.5, 128x64x32 s8 36.1, 128x32x32 s8 37.0 (38.6, 30.8); 128x4096x11008
     # 64x64x64 s5 78.0, 128x64x32 s8 87.0, 128x32x32 s8 88.3 (97.0, 84.7); 128x128x32 tiles
-    # 50-127 us.
+    # 50-127 us. 64x64x64 in 6 stages, not 5 (forty-first session, as half_mid's, tf32,
+    # s5 / s6 (cuBLAS)): 128x4096x4096 31.1 / 30.8 (31.0), 128x11008x4096 77.2 / 74.4 (72.0;
+    # 128x64x32 s8 75.5), 128x4096x11008 79.1 / 78.7 (84.7).
     "tf32_mid": (
-        ("pmt_64x64x64", 64, 64, 64, 4, 5, False),
+        ("pmt_64x64x64_s6", 64, 64, 64, 4, 6, False),
         ("pmt_128x64x32_s8", 128, 64, 32, 4, 8, False),
     ),
     # 3xTF32 from staged halves: four fp32 tiles per K step (A, B and their remainders),
@@ -208,8 +213,9 @@ _PERSISTENT_TILES = {
     ),
 }
 # Run when tuning is off: fits shared memory with the addmm/bias epilogue too.
-_PERSISTENT_DEFAULT = {"half": "p_128x128x64", "half_mid": "pm_64x64x128", "tf32": "pt_128x64x32",
-                       "tf32_mid": "pmt_64x64x64", "split": "ps_128x64x16"}
+_PERSISTENT_DEFAULT = {"half": "p_128x128x64", "half_mid": "pm_64x64x128_s6",
+                       "tf32": "pt_128x64x32", "tf32_mid": "pmt_64x64x64_s6",
+                       "split": "ps_128x64x16"}
 
 # Rows up to which a product with fewer 128x128 tiles than SMs takes the mid-M tiles.
 MID_M_MAX = 256
@@ -394,7 +400,7 @@ PERSISTENT_SMEM = {
     "p_128x128x64_w4": ((163904, 172096, 164160), (139328, 139328, 139328)),
     "p_128x128x128": ((229432, 262200, 229432), (229432, 229432, 229432)),
     "p_128x256x64_sub_ws": ((180280, 180280, 180280), (147512, 147512, 147512)),
-    "pm_64x64x128": ((172120, 180312, 172120), (172120, 172120, 172120)),
+    "pm_64x64x128_s6": ((204896, 213088, 204896), (204896, 204896, 204896)),
     "pm_128x64x128": ((213056, 229440, 213056), (213056, 213056, 213056)),
     "pm_128x128x64_s6": ((229472, 237664, 229728), (204896, 204896, 204896)),
     "pm_128x64x64_s8": ((213120, 229504, 213120), (213120, 213120, 213120)),
@@ -404,7 +410,7 @@ PERSISTENT_SMEM = {
     "pt_128x128x32_w4": ((163872, 229400, 164376), (163864, 163864, 163864)),
     "pt_128x64x32": ((131104, 163872, 131104), (131104, 131104, 131104)),
     "pt_128x256x32_sub_ws": ((229408, 229408, 229408), (163872, 163872, 163872)),
-    "pmt_64x64x64": ((180264, 196648, 180264), (180264, 180264, 180264)),
+    "pmt_64x64x64_s6": ((213040, 229424, 213040), (213040, 213040, 213040)),
     "pmt_128x64x32_s8": ((229440, 262208, 229440), (229440, 229440, 229440)),
     "ps_128x128x32_sub_ws": ((229432, 229432, 229432), (196664, 196664, 196664)),
     "ps_128x128x32_sub": ((229432, 294968, 229432), (262200, 262200, 262200)),
