@@ -117,6 +117,17 @@ def ring_barriers(STAGES: gl.constexpr):
 
 
 @gluon.jit
+def claim_slot(ready, empty, step, nbytes: gl.constexpr):
+    """The TMA warp's slot for its step-th load of the ring (a count over every tile),
+    once the consumers have handed it back, its ready barrier set to expect nbytes."""
+    STAGES: gl.constexpr = ready.type.shape[0]
+    slot = step % STAGES
+    mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
+    mbarrier.expect(ready.index(slot), nbytes)
+    return slot
+
+
+@gluon.jit
 def _keep(x):
     """A use of x's registers the compiler can neither drop nor move: ptxas 12.x takes a
     register-fed wgmma's inputs as dead once it is issued, not once it retires."""
@@ -237,7 +248,6 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
     """The TMA warps: each K step's X and Y tiles into the ring once the wgmma warps (with
     CTAS > 1, all the cluster's CTAs') have handed the slot back. K steps are issued in
     pairs; past K, TMA fills zeros."""
-    STAGES: gl.constexpr = x_ring.type.shape[0]
     THREADS: gl.constexpr = 32 * LOADER_WARPS
     ELEM: gl.constexpr = y_desc.dtype.primitive_bitwidth // 8
     nbytes: gl.constexpr = x_desc.block_type.nbytes + BQ * BK * ELEM
@@ -248,9 +258,7 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
     for tile in range(first, tiles, walkers):
         off_q, off_p = _tile_origin(tile, Q, columns, rank, CTAS, BP, BQ, GROUP_M)
         for i in range(k_steps):
-            slot = step % STAGES
-            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(slot), nbytes)
+            slot = claim_slot(ready, empty, step, nbytes)
             if X_SMEM:
                 x_at = [off_p, i * BK]
             else:

@@ -41,7 +41,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .common import INTERPRETER, hopper, needs_int64, record, run_kernel
 from .persistent import _tma_ok, tile_origin
-from .register_fed import max_registers, ring_barriers
+from .register_fed import claim_slot, max_registers, ring_barriers
 
 # The tile (perf/simt_gluon_probe.py above): 8 compute warps of 8 x 16 outputs a thread,
 # 48 KB a slot. GROUP_M: tiles in persistent.tile_origin's grouped order, groups of 8 tile
@@ -64,14 +64,11 @@ def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, c_ptr, stride
             BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr):
     """The TMA warp: each K step's A^T and B tiles into the ring once the compute warps
     have handed the slot back; past K, TMA fills zeros."""
-    STAGES: gl.constexpr = a_ring.type.shape[0]
     off_m, off_n = tile_origin(gl.program_id(0), gl.cdiv(M, BM), gl.cdiv(N, BN), BM, BN,
                                GROUP_M)
     nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
     for i in range(gl.cdiv(K, BK)):
-        slot = i % STAGES
-        mbarrier.wait(empty.index(slot), ((i // STAGES) & 1) ^ 1)
-        mbarrier.expect(ready.index(slot), nbytes)
+        slot = claim_slot(ready, empty, i, nbytes)
         tma.async_copy_global_to_shared(a_desc, [i * BK, off_m], ready.index(slot),
                                         a_ring.index(slot))
         tma.async_copy_global_to_shared(b_desc, [i * BK, off_n], ready.index(slot),

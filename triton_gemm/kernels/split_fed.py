@@ -34,8 +34,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
 
 from .common import INTERPRETER, epilogue_input, hopper, needs_int64, record, run_kernel
 from .persistent import _tma_ok, hi_flush_k, programs, tile_origin
-from .register_fed import (_descriptor, _keep, _release, _store_tile, max_registers,
-                           ring_barriers)
+from .register_fed import (_descriptor, _keep, _release, _store_tile, claim_slot,
+                           max_registers, ring_barriers)
 
 BP, BQ, BK, STAGES, GROUP_M, WARPS = 128, 128, 16, 8, 8, 8
 LOADER_REGS = 24
@@ -60,16 +60,13 @@ def _loader(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P,
             X_K_MAJOR: gl.constexpr):
     """The TMA warp: each K step's X, Y and Y-remainder tiles into the ring once the wgmma
     warps have handed the slot back."""
-    STAGES: gl.constexpr = x_ring.type.shape[0]
     nbytes: gl.constexpr = x_desc.block_type.nbytes + 2 * y_desc.block_type.nbytes
     first, walkers, tiles, columns, k_steps = _walk(P, Q, K, BP, BQ, BK, PERIOD)
     step = 0
     for tile in range(first, tiles, walkers):
         off_q, off_p = tile_origin(tile, gl.cdiv(Q, BQ), columns, BQ, BP, GROUP_M)
         for i in range(k_steps):
-            slot = step % STAGES
-            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(slot), nbytes)
+            slot = claim_slot(ready, empty, step, nbytes)
             if X_K_MAJOR:
                 x_at = [off_p, i * BK]
             else:
