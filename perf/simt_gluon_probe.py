@@ -4,6 +4,12 @@ interleaved rounds after an L2 flush (bench.gpu_median_ms). Where the kernel's t
 from.
 
     python perf/simt_gluon_probe.py [--sizes 4096,8192] [--tiles BM,BN,BK,STAGES[,WARPS] ...]
+    python perf/simt_gluon_probe.py --k-major M,N,K ... [--tiles BM,BN,WM,STAGES ...]
+
+--k-major: skinny products against a K-major weight (x @ W^T, W (N, K), as `linear`
+computes them) transposed, C^T = W A^T, on the kernel's K-major A path in K slices
+(simt_tma.split_matmul, A^T staged row-major, as dispatch would), each tile replacing
+simt_tma.K_MAJOR_TILES for C's rows (default: the module's own).
 
 Each tile is first checked against float64 on a NaN-poisoned output. GPU (Hopper) only.
 """
@@ -25,6 +31,7 @@ if str(ROOT) not in sys.path:
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
 from perf.tile_probe import constants, interleaved  # noqa: E402
+from triton_gemm import dispatch  # noqa: E402
 from triton_gemm.kernels import simt_tma  # noqa: E402
 from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
 
@@ -35,13 +42,78 @@ def run_tile(a, b, out, bm, bn, bk, stages, warps=8):
         return simt_tma.matmul_2d(a, b, out)
 
 
+def k_major_product(a, w, out, tile=None):
+    """out = a @ w.T through simt_tma.split_matmul on C^T = W A^T (A^T staged row-major, as
+    dispatch stages it); tile: (BM, BN, WM, STAGES) for every width, else the module's."""
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    tiles = simt_tma.K_MAJOR_TILES if tile is None else {max(simt_tma.K_MAJOR_TILES): tile}
+    with constants(simt_tma, K_MAJOR_TILES=tiles):
+        return simt_tma.split_matmul(w, a.t().contiguous(), out.T, sms=sms).T
+
+
+def k_major(shapes, tiles, rounds: int, graph: bool) -> None:
+    """The --k-major probe: each M,N,K of shapes at each tile, beside cuBLAS SGEMM, the
+    library's ieee `linear` product and that product on the split-K kernel (the plan before
+    the K-major path; planned each call, as the tiles are); graph: CUDA-graph replays
+    (bench.cold_graph_ms), not eager calls."""
+    for shape in shapes:
+        m, n, k = (int(v) for v in shape.split(","))
+        a = torch.randn(m, k, device="cuda")
+        w = torch.randn(n, k, device="cuda")
+        ref = a.double() @ w.double().T
+        out = torch.empty(m, n, device="cuda")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        fns = {"cublas": lambda a=a, w=w: a @ w.T,
+               "library": lambda a=a, w=w: triton_gemm.matmul(a, w.T, precision="ieee")}
+
+        def split_k(a=a, w=w, out=out):
+            # Planned each call (the launch cache would replay the K-major path): eager
+            # times include the planning's host time, --graph times do not.
+            with constants(dispatch, K_MAJOR_FMA_MIN_N=1 << 62):
+                return dispatch.run(a[None], w.T[None], out[None], precision="ieee",
+                                    force=dispatch.FMA_TRANSPOSED)
+        fns["split-K"] = split_k
+        for spec in tiles or [None]:
+            tile = None if spec is None else tuple(int(v) for v in spec.split(","))
+
+            def fn(tile=tile, a=a, w=w, out=out):
+                return k_major_product(a, w, out, tile)
+            out.fill_(float("nan"))
+            try:
+                fn()
+                torch.cuda.synchronize()
+            except Exception as exc:  # a config that does not compile: say so, go on
+                print(f"{shape} {spec}: failed {type(exc).__name__}: {str(exc)[:300]}")
+                continue
+            err = rel_error(out, ref)
+            print(f"{shape} {spec}: rel error {err:.1e}", flush=True)
+            if err <= tolerance(torch.float32, "ieee"):
+                fns[str(spec)] = fn
+        timer = (bench.cold_graph_ms if graph
+                 else functools.partial(bench.gpu_median_ms, rep_ms=60))
+        times = interleaved(fns, timer, rounds)
+        base = statistics.median(times["cublas"])
+        for name, ts in times.items():
+            ms = statistics.median(ts)
+            mode = "graph" if graph else "eager"
+            print(f"{mode} {shape} {name:16s} {ms * 1e3:9.1f} us [{min(ts) * 1e3:.1f}-"
+                  f"{max(ts) * 1e3:.1f}] {2.0 * m * n * k / ms / 1e9:6.1f} TFLOPS "
+                  f"{base / ms:5.3f}x", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="4096,8192")
-    parser.add_argument("--tiles", nargs="*", default=["128,256,32,3", "128,256,32,4"])
+    parser.add_argument("--tiles", nargs="*", default=None)
+    parser.add_argument("--k-major", nargs="*", default=None, metavar="M,N,K")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--graph", action="store_true", help="--k-major: CUDA-graph time")
     args = parser.parse_args()
     torch.manual_seed(0)
+    if args.k_major:
+        k_major(args.k_major, args.tiles, args.rounds, args.graph)
+        return 0
+    args.tiles = args.tiles or ["128,256,32,3", "128,256,32,4"]
     for size in (int(s) for s in args.sizes.split(",")):
         a = torch.randn(size, size, device="cuda")
         b = torch.randn(size, size, device="cuda")

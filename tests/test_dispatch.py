@@ -8,6 +8,7 @@ import torch
 from conftest import CASE_IDS, CASES, DEVICE, randn, requires_kernels
 from triton_gemm import configs, dispatch, last_config
 from triton_gemm.kernels import persistent as _persistent
+from triton_gemm.kernels.common import hopper
 from triton_gemm.tolerances import assert_close, rel_error
 
 
@@ -1003,6 +1004,9 @@ SKINNY_PLANNED = [(torch.float16, "half", 16, dispatch.TRANSPOSED),
                   (torch.float32, "ieee", dispatch.GEMV_MAX_M["ieee"], dispatch.GEMV),
                   (torch.float32, "ieee", dispatch.GEMV_MAX_M["ieee"] + 1,
                    dispatch.FMA_TRANSPOSED),
+                  (torch.float32, "ieee", dispatch.K_MAJOR_FMA_MIN_N - 1,
+                   dispatch.FMA_TRANSPOSED),
+                  (torch.float32, "ieee", dispatch.K_MAJOR_FMA_MIN_N, dispatch.FMA_TRANSPOSED),
                   (torch.float32, "ieee", dispatch.FMA_TRANSPOSED_MAX_M, dispatch.FMA_TRANSPOSED)]
 
 
@@ -1034,14 +1038,18 @@ def test_skinny_product_against_a_weight_as_planned(dtype, precision, m, plan):
     dispatcher plans it on the GPU (forced in the interpreter, on small shapes), with the
     addmm epilogue and an activation: right answer in every element of a poisoned output,
     computed on the plain kernel's thin tiles (16-bit, tf32), the GEMV kernel (ieee, few
-    rows) or the split-K kernel on a copy of A^T (ieee, more rows; 9 rows: A^T's rows
-    padded)."""
+    rows) or, on a copy of A^T, the split-K kernel (ieee, more rows; 9 rows: A^T's rows
+    padded) or on Hopper from K_MAJOR_FMA_MIN_N rows simt_tma's K-major path."""
     n, k = (dispatch.THIN_MIN_N, 2048) if DEVICE == "cuda" else (40, 48)
     m = m if DEVICE == "cuda" else min(m, 9)
     a = randn(1, m, k, dtype=dtype)
     b = randn(1, n, k, dtype=dtype).transpose(1, 2)  # a K-major weight
     _run_as_planned(a, b, precision, plan)
     if DEVICE == "cuda":  # tuned or not: the plan's kernel ran
+        if (plan == dispatch.FMA_TRANSPOSED and m >= dispatch.K_MAJOR_FMA_MIN_N
+                and hopper(a.device)):  # kernels/simt_tma.py's K-major path
+            assert last_config().startswith("stk_"), last_config()
+            return
         if plan == dispatch.FMA_TRANSPOSED:  # C^T: n rows, m columns
             untuned = configs.splitk_default_config("simt", n, m, k)
             ran = (*configs.splitk_tiles("simt"), (configs.config_name(untuned, "simt"),))

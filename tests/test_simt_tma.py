@@ -27,12 +27,16 @@ sys.path.insert(0, '.')
 from triton.experimental.gluon import language as gl
 from perf import sass_audit
 from triton_gemm.kernels import simt_tma as st
-layout = repr(gl.NVMMASharedLayout(0, 32, rank=2))
-signature = {"a_desc": f"tensordesc<fp32[{st.BK}, {st.BM}],{layout}>",
-             "b_desc": f"tensordesc<fp32[{st.BK}, {st.BN}],{layout}>",
-             "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32"}
-constexprs = {"BM": st.BM, "BN": st.BN, "BK": st.BK, "STAGES": st.STAGES,
-              "GROUP_M": st.GROUP_M, "LOADER_REGS": st.LOADER_REGS}
+bm, bn, wm, stages = json.loads(sys.argv[1])  # wm 0: the M-major A
+rows = repr(gl.NVMMASharedLayout(0, 32, rank=2))
+a_desc = (f"tensordesc<fp32[{bm}, {st.BK}],{gl.NVMMASharedLayout(128, 32, rank=2)!r}>" if wm
+          else f"tensordesc<fp32[{st.BK}, {bm}],{rows}>")
+signature = {"a_desc": a_desc, "b_desc": f"tensordesc<fp32[{st.BK}, {bn}],{rows}>",
+             "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "K_SLICE": "i32",
+             "stride_cm": "i32", "stride_cs": "i32"}
+constexprs = {"BM": bm, "BN": bn, "BK": st.BK, "STAGES": stages, "GROUP_M": st.GROUP_M,
+              "LOADER_REGS": st.LOADER_REGS, "A_K_MAJOR": bool(wm), "WM": wm or 2,
+              "STORE_T": bool(wm)}
 kernel = sass_audit.compile_gluon(st._simt_tma_kernel, signature, constexprs,
                                   {"num_warps": st.WARPS,
                                    "maxnreg": st.max_registers(st.WARPS)})
@@ -44,24 +48,36 @@ ops = re.findall(r"^\\s*/\\*[0-9a-f]+\\*/\\s+(?:@!?U?P\\w+\\s+)?([A-Z][A-Z0-9.]*
 print(json.dumps({"shared": kernel.metadata.shared, **report,
                   "ffma": ops.count("FFMA"), "lds128": ops.count("LDS.128"),
                   "lds_other": sum(op.startswith("LDS") and op != "LDS.128" for op in ops),
+                  "shfl": sum(op.startswith("SHFL") for op in ops),
                   "tma_loads": kernel.asm["ptx"].count("cp.async.bulk.tensor")}))
 """
 
+# (BM, BN, WM, STAGES): the M-major tile (WM 0) and every K-major one.
+_TILES = [(simt_tma.BM, simt_tma.BN, 0, simt_tma.STAGES), *simt_tma.K_MAJOR_TILES.values()]
 
-def test_the_kernel_compiles_to_ffma_fed_by_16_byte_shared_loads():
+
+@pytest.mark.parametrize("tile", _TILES, ids=lambda t: "x".join(map(str, t)))
+def test_the_kernel_compiles_to_ffma_fed_by_16_byte_shared_loads(tile):
     """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off): one K
-    step is BM x BN x BK / threads FFMA and six 16-byte shared loads a K row (two runs of
-    A, four of B), no narrower shared load but the barrier's byte, two TMA loads a step,
-    no spills, and the ring fits the H100's shared memory."""
+    step is BM x BN x BK / threads FFMA; 16-byte shared loads only (but the barrier's byte):
+    an M-major A's K row six a thread (two runs of A, four of B), a K-major A's K step a
+    run of four K columns per row of the thread's and a K row's B runs; no shuffles (the
+    K-major columns come out of their runs by register renaming), two TMA loads a step, no
+    spills, and the ring fits the H100's shared memory."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _COMPILE], cwd=ROOT, env=env, check=False,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(tile)], cwd=ROOT,
+                          env=env, check=False, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
+    bm, bn, wm, _ = tile
     threads = 32 * simt_tma.WARPS
-    assert report["ffma"] == simt_tma.BM * simt_tma.BN * simt_tma.BK // threads, report
-    assert report["lds128"] == 6 * simt_tma.BK, report
-    assert report["lds_other"] <= 1, report
+    assert report["ffma"] == bm * bn * simt_tma.BK // threads, report
+    if wm:
+        rows, runs = bm // (8 * wm), bn // (16 * (simt_tma.WARPS // wm))
+        assert report["lds128"] == rows * simt_tma.BK // 4 + runs * simt_tma.BK, report
+    else:
+        assert report["lds128"] == 6 * simt_tma.BK, report
+    assert report["lds_other"] <= 1 and report["shfl"] == 0, report
     assert report["tma_loads"] == 2, report
     assert report["spill_stores"] == 0 and report["spill_loads"] == 0, report
     from perf import sass_audit
@@ -170,3 +186,48 @@ def test_matmul_runs_large_ieee_products_on_the_simt_tma_kernel(layout):
     assert last_config() != ST_NAME  # under SIMT_TMA_MIN
     assert_close(small, a[:256].double() @ b[:, :256].double(), torch.float32, "ieee",
                  f"{layout} small", operands=(a[:256], b[:, :256]))
+
+
+@gpu_only
+@pytest.mark.parametrize("m,n,k,transposed_out", [
+    (8192, 64, 4096, True), (1000, 100, 1000, True), (4096, 128, 1376, True),
+    (600, 256, 2052, False), (300, 8, 40, False), (256, 64, 32, True)])
+def test_k_major_split_product(m, n, k, transposed_out):
+    """split_matmul on a row-major (K-major) A: C^T's rows (a transposed skinny product's
+    output, stored in C's order) and a row-major C; edges of both tile sides, K off the
+    32-deep step and the slices, one K step; alpha, beta * D and an activation through
+    splitk.reduce; NaN-poisoned output."""
+    if not _hopper():
+        pytest.skip("kernels/simt_tma.py needs Hopper (sm_90)")
+    a, b = randn(m, k), randn(k, n)
+    base = torch.full((n, m) if transposed_out else (m, n), float("nan"), device=a.device)
+    out = base.T if transposed_out else base
+    assert simt_tma.supports_k_major(a, b, out)
+    ref = a.double() @ b.double()
+    simt_tma.split_matmul(a, b, out, sms=132)
+    assert_close(out, ref, torch.float32, "ieee", f"{m}x{n}x{k}", operands=(a, b))
+    d = randn(m, n)
+    out.fill_(float("nan"))
+    simt_tma.split_matmul(a, b, out, d, alpha=0.5, beta=-2.0, activation=1, sms=132)
+    assert_close(out, torch.relu(0.5 * ref - 2.0 * d.double()), torch.float32, "ieee",
+                 f"{m}x{n}x{k} epilogue", operands=(a, b))
+
+
+@gpu_only
+@pytest.mark.parametrize("m", [dispatch.K_MAJOR_FMA_MIN_N, 100, dispatch.FMA_TRANSPOSED_MAX_M])
+def test_linear_products_take_the_k_major_path(m):
+    """ieee products against a K-major weight (linear's) of K_MAJOR_FMA_MIN_N ..
+    FMA_TRANSPOSED_MAX_M rows run transposed on the K-major path, bias and all; one row
+    fewer stays on the split-K kernel."""
+    if not _hopper():
+        pytest.skip("kernels/simt_tma.py needs Hopper (sm_90)")
+    n, k = dispatch.THIN_MIN_N, 1056
+    x, w, bias = randn(m, k), randn(n, k), randn(n)
+    out = triton_gemm.linear(x, w, bias, precision="ieee")
+    assert last_config().startswith("stk_")
+    assert_close(out, x.double() @ w.double().T + bias.double(), torch.float32, "ieee",
+                 f"linear {m} rows", operands=(x, w.T))
+    fewer = triton_gemm.matmul(x[:dispatch.K_MAJOR_FMA_MIN_N - 1], w.T, precision="ieee")
+    assert last_config().startswith("k_")
+    assert_close(fewer, x[:dispatch.K_MAJOR_FMA_MIN_N - 1].double() @ w.double().T,
+                 torch.float32, "ieee", "one row fewer", operands=(x, w.T))

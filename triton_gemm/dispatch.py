@@ -303,6 +303,16 @@ GEMV_MAX_M = {"ieee": 8, "tf32x3": 2}
 # 349.2), so not past MID_M_MAX rows. 8 rows stay on the GEMV kernel: 8x8192x8192 243.5
 # against 139.1.
 FMA_TRANSPOSED_MAX_M = configs.MID_M_MAX
+# On Hopper such products of at least K_MAJOR_FMA_MIN_N rows (C^T's columns) run on
+# kernels/simt_tma.py's K-major path instead (split_matmul: a TMA warp feeding FFMA warps, the
+# weight read as given, in K slices summed by splitk.reduce with the epilogue).
+# perf/simt_gluon_probe.py --k-major --graph, H100, us, split-K as before / K-major (cuBLAS
+# SGEMM): 64x8192x8192 222.0 / 197.6 (205.5); 128x4096x4096 121.6 / 108.1 (102.8);
+# 128x11008x4096 308.5 / 265.1 (243.9); 128x4096x11008 288.6 / 264.9 (238.4); 128x28672x8192
+# 1447.3 / 1324.4 (1317.2); 256x4096x4096 230.4 / 203.3 (185.5); 128x8192x28672 1454.0 /
+# 1311.2 (1208.1). Fewer rows keep split-K, which leads cuBLAS there (report: 32x8192x8192
+# 1.53x, 16 rows 1.27x; 33-63 rows not measured on the K-major path).
+K_MAJOR_FMA_MIN_N = 64
 # 16-bit skinny products of up to TRANSPOSED_RUNS_MAX_M rows against a row-major weight of
 # at least THIN_MIN_N columns whose rows are whole 16-byte runs but not ALIGN elements (fp16
 # 4104) run transposed too, the plain kernel loading the M-major weight 16 bytes wide under
@@ -971,6 +981,13 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
     if p.gemv and _gemv.supports(a[0], b[0, :, :n], out[0], d2):
         _gemv.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                         activation=activation)
+        return
+    if (p.split_k and p.b_n_major and precision == "ieee" and lo is None
+            and n >= K_MAJOR_FMA_MIN_N
+            and _simt_tma.supports_k_major(a[0], b[0, :, :n], out[0])):
+        # FMA_TRANSPOSED's C^T = W A^T on Hopper: see K_MAJOR_FMA_MIN_N.
+        _simt_tma.split_matmul(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
+                               activation=activation, sms=_persistent.gpu_sms(a.device)[0])
         return
     if p.split_k and _splitk.supports(a, b, out, d2):
         # B whole: past column n a padded copy's zeros, which keep 16-byte runs whole.
