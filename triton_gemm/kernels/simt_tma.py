@@ -62,7 +62,10 @@ WAVE_FILL = 0.9
 # 205.1 / 211.7 (186.3); 8192x64x8192 201.5 (208.8; 256x128's idle half 381.6); 11008x128x4096
 # (86 tiles of 256x64 unsliced) 375.9 against 256x128 in 3 slices 264.8 (245.7): the slice
 # count matters more than the tile, so both tiles stay and k_major_plan weighs their waves.
-K_MAJOR_TILES = {64: (256, 64, 4, 4), 128: (256, 128, 4, 4)}
+# Three stages, not four (same probe, --graph, 256x64 in 4 / 5 / 3 stages, us): 4096x128x11008
+# 266.7 / 262.4 / 262.3, 4096x256x4096 201.6 / 198.4 / 198.5, 8192x64x8192 200.2 / 197.3 /
+# 196.9 (six do not fit); 256x128 (eager, above) 274.8 / - / 274.5, 212.0 / - / 211.7.
+K_MAJOR_TILES = {64: (256, 64, 4, 3), 128: (256, 128, 4, 3)}
 # k_major_plan's cost of a slice an output element: its partial's 8 bytes (written, then
 # read by the reduce) at ~2.5 TB/s, in one SM's FMAs over that time (~0.75 x 128 a cycle
 # at ~1.7 GHz: the rate the probe's 256x64 tiles ran).
