@@ -16,13 +16,15 @@ PATHS = [
     ("split-K", 16, 4096, 4096, torch.bfloat16),
     ("padded", 1000, 1000, 1000, torch.float16),
     ("staged tf32", 1024, 1024, 1024, torch.float32),
+    ("ieee K-major", 64, 4096, 1024, torch.float32),  # simt_tma.split_matmul
 ]
+PRECISIONS = {"staged tf32": "tf32", "ieee K-major": "ieee"}
 
 
 @gpu_only
 @pytest.mark.parametrize("name,m,n,k,dtype", PATHS, ids=[p[0] for p in PATHS])
 def test_capture_and_replay(name, m, n, k, dtype):
-    precision = "tf32" if dtype == torch.float32 else None
+    precision = PRECISIONS.get(name)
     x, w, bias = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype), randn(n, dtype=dtype)
 
     def step():

@@ -188,6 +188,20 @@ def test_matmul_runs_large_ieee_products_on_the_simt_tma_kernel(layout):
                  f"{layout} small", operands=(a[:256], b[:, :256]))
 
 
+@pytest.mark.parametrize("m,n,k", [(8192, 64, 8192), (4096, 128, 4096), (11008, 128, 4096),
+                                   (28672, 128, 8192), (4096, 256, 4096), (1000, 100, 1000),
+                                   (256, 64, 32), (8, 8, 40)])
+def test_k_major_plans_cut_k_into_whole_steps_over_a_known_tile(m, n, k):
+    """k_major_plan at 132 SMs: a K_MAJOR_TILES tile, slices of whole 32-deep steps that
+    cover K with none empty; a product with a wave of 256x64 tiles' worth of slices takes
+    them (8192x64x8192: 32 tiles in 4 slices of 2048)."""
+    bm, bn, wm, stages, split, k_slice = simt_tma.k_major_plan(m, n, k, 132)
+    assert (bm, bn, wm, stages) in simt_tma.K_MAJOR_TILES.values()
+    assert k_slice % simt_tma.BK == 0 and (split - 1) * k_slice < k <= split * k_slice
+    if (m, n, k) == (8192, 64, 8192):
+        assert (bm, bn, split, k_slice) == (256, 64, 4, 2048)
+
+
 @gpu_only
 @pytest.mark.parametrize("m,n,k,transposed_out", [
     (8192, 64, 4096, True), (1000, 100, 1000, True), (4096, 128, 1376, True),

@@ -69,7 +69,8 @@ row-major one in 16-byte runs, TRANSPOSED_RUNS_MAX_M) run
 transposed instead (C^T = B^T A^T, TRANSPOSED): the plain kernel's thin tiles stream the
 weight in one launch; at fp32 FMA (ieee) up to 8
 rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K, and
-9..256 rows transposed on the split-K kernel with a row-major copy of A^T (FMA_TRANSPOSED). On
+9..256 rows transposed on the split-K kernel with a row-major copy of A^T (FMA_TRANSPOSED;
+on Hopper from K_MAJOR_FMA_MIN_N rows on kernels/simt_tma.py's K-major path). On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
 mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major

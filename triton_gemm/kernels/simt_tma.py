@@ -18,16 +18,20 @@ s6 50.5 / 50.8; 128x256x8 s4 47.5 / 47.8; 256x128x16 s4 50.5 / 50.8; 256x128x32 
 50.3; 128x128x8 s4 45.7 / 46.1 (thirty-ninth session). Deeper K steps pay: each costs a
 wait, a CTA barrier and an arrive.
 
-Not kept: a row-major (K-major) A read as given, which would save A's copy (~1% of 4096^3):
-128-byte-swizzled [BM, BK] boxes, a thread's 8 rows 16 apart (conflict-free), 4 K deep a
+A row-major (K-major) A read as given (A_K_MAJOR): 128-byte-swizzled [BM, BK] boxes, a
+thread's rows 8 WM apart (a warp's eight rows differ mod 8: conflict-free), 4 K deep a
 16-byte load, the columns taken out of those runs by register renaming (offline: the same
-FFMA and LDS.128 counts, no shuffles). Correct but slower: the probe, H100, 4096^3 / 8192^3
-47.7 / 48.1 TFLOPS against 52.2 / 52.9 on a staged A^T (cuBLAS 51.6 / 51.6); Nsight Compute
-at 4096^3 (clocks locked, 1.59 GHz) 3.58 ms against 3.27 (cuBLAS 3.29), issue slots busy
-75% against 82%, dispatch stalls 0.45 against 0.28 cycles an instruction (fortieth
-session).
+FFMA and LDS.128 counts, no shuffles). Slower than a staged A^T where A^T's copy is cheap:
+the probe, H100, 4096^3 / 8192^3 47.7 / 48.1 TFLOPS against 52.2 / 52.9 (cuBLAS 51.6 /
+51.6); Nsight Compute at 4096^3 (clocks locked, 1.59 GHz) 3.58 ms against 3.27 (cuBLAS
+3.29), issue slots busy 75% against 82%, dispatch stalls 0.45 against 0.28 cycles an
+instruction (fortieth session). So large products keep the copy; split_matmul runs the
+K-major path where A is a linear layer's weight and the product skinny (C^T = W A^T, A's
+few rows copied as B): in K slices of one wave, their partials summed by splitk.reduce
+with the epilogue (dispatch.K_MAJOR_FMA_MIN_N has the figures).
 
-Hopper only (TMA, setmaxnreg); no interpreter. No epilogue: matmul_2d computes out = A B.
+Hopper only (TMA, setmaxnreg); no interpreter. No epilogue in the kernel: matmul_2d computes
+out = A B; split_matmul's reduce applies one.
 """
 
 from __future__ import annotations
