@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 
-from .common import INTERPRETER, dependent_meta, run_kernel, workspace
+from .common import INTERPRETER, cdiv, dependent_meta, run_kernel, workspace
 from .splitk import run_elements
 
 # Tile per program: 64 x 64 elements (16 KB of fp32) with 4 warps, a tile transposed
@@ -204,7 +204,7 @@ def copy_jobs(*jobs: Job, strip: torch.Tensor | None = None) -> torch.Tensor | N
         if batch != 1 or strip.shape[0] != cols or jobs[0].dst.shape[0] != 1:
             raise ValueError(f"a copy with a strip takes one (1, M, K) A and a (K, F) strip, "
                              f"got {tuple(jobs[0].src.shape)} and {tuple(strip.shape)}")
-        partials = workspace((triton.cdiv(jobs[0].dst.shape[2], TILE), rows, strip.shape[1]),
+        partials = workspace((cdiv(jobs[0].dst.shape[2], TILE), rows, strip.shape[1]),
                              torch.float32, jobs[0].src.device)
     # An empty first copy (M or K zero) leaves partials with nothing to sum.
     with_strip = partials is not None and jobs[0].dst.numel() > 0
@@ -238,7 +238,7 @@ def source_runs(src: torch.Tensor) -> tuple[int, bool]:
 
 
 def _programs(dst: torch.Tensor, br: int, bc: int) -> int:
-    return dst.shape[0] * triton.cdiv(dst.shape[1], br) * triton.cdiv(dst.shape[2], bc)
+    return dst.shape[0] * cdiv(dst.shape[1], br) * cdiv(dst.shape[2], bc)
 
 
 def launch(first: Job, second: Job | None = None, strip=None, partials=None,

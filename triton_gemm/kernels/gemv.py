@@ -28,8 +28,8 @@ import triton
 import triton.language as tl
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, epilogue_input, launch, make_tuners, needs_int64,
-                     tuning_args)
+from .common import (AUTOTUNE, INTERPRETER, cdiv, epilogue_input, launch, make_tuners,
+                     needs_int64, tuning_args)
 from .epilogue import finish
 
 # Rows one program holds in registers: a BM x BN accumulator per thread (BM = M rounded up
@@ -131,7 +131,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, activation=0, config=No
     meta = dict(HAS_D=has_d, ACTIVATION=activation, EVEN_K=even_k, BM=bm)
 
     def grid(meta_):
-        return (triton.cdiv(n, meta_["BN"]) * triton.cdiv(m, bm),)
+        return (cdiv(n, meta_["BN"]) * cdiv(m, bm),)
 
     key = (*tuning, has_d, activation, even_k, a.dtype, b.dtype)
     launch(_gemv_kernel, _TUNED, grid, args, meta, config, "simt", key)

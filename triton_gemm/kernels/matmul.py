@@ -8,7 +8,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, VECTOR_BYTES, dependent_meta, dot_precision,
+from .common import (AUTOTUNE, INTERPRETER, VECTOR_BYTES, cdiv, dependent_meta, dot_precision,
                      epilogue_input, launch, make_tuners, needs_int64, tuning_args)
 from .epilogue import finish
 
@@ -218,7 +218,7 @@ def matmul_3d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     meta["BESIDE"] = beside and meta["DEPENDENT"]
 
     def grid(meta_):
-        return (batch * triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"]),)
+        return (batch * cdiv(m, meta_["BM"]) * cdiv(n, meta_["BN"]),)
 
     family = configs.family_for(a.dtype, precision)
     if config is None and meta["BESIDE"]:

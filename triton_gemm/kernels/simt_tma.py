@@ -51,7 +51,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .common import INTERPRETER, hopper, needs_int64, record, run_kernel, workspace
+from .common import INTERPRETER, cdiv, hopper, needs_int64, record, run_kernel, workspace
 from .persistent import _tma_ok, tile_origin
 from .register_fed import claim_slot, max_registers, ring_barriers
 
@@ -236,8 +236,8 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
 def fills_waves(m: int, n: int, sms: int) -> bool:
     """Whether an (m, n) output's tiles fill at least WAVE_FILL of the waves of sms
     programs they take (one program a tile, one an SM)."""
-    tiles = triton.cdiv(m, BM) * triton.cdiv(n, BN)
-    return tiles >= WAVE_FILL * triton.cdiv(tiles, sms) * sms
+    tiles = cdiv(m, BM) * cdiv(n, BN)
+    return tiles >= WAVE_FILL * cdiv(tiles, sms) * sms
 
 
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -249,7 +249,7 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tens
     constexprs = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "GROUP_M": GROUP_M,
                   "LOADER_REGS": LOADER_REGS, "A_K_MAJOR": False, "WM": 2, "STORE_T": False,
                   "num_warps": WARPS, "maxnreg": max_registers(WARPS)}
-    run_kernel(_simt_tma_kernel, (triton.cdiv(m, BM) * triton.cdiv(n, BN),), args, constexprs)
+    run_kernel(_simt_tma_kernel, (cdiv(m, BM) * cdiv(n, BN),), args, constexprs)
     record(triton.Config({"SIMT_TMA": True, "BM": BM, "BN": BN, "BK": BK},
                          num_warps=WARPS, num_stages=STAGES), "simt")
     return out
@@ -261,11 +261,11 @@ def k_major_plan(m: int, n: int, k: int, sms: int) -> tuple:
     fewest FMA cycles, the partials' traffic counted (K_MAJOR_SLICE_COST)."""
     best = None
     for bm, bn, wm, stages in K_MAJOR_TILES.values():
-        tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+        tiles = cdiv(m, bm) * cdiv(n, bn)
         for split in range(1, K_MAJOR_MAX_SPLIT + 1):
-            k_slice = triton.cdiv(triton.cdiv(k, split), BK) * BK
-            split = triton.cdiv(k, k_slice)
-            waves = triton.cdiv(tiles * split, sms)
+            k_slice = cdiv(cdiv(k, split), BK) * BK
+            split = cdiv(k, k_slice)
+            waves = cdiv(tiles * split, sms)
             cost = waves * bm * bn * k_slice + K_MAJOR_SLICE_COST * split * m * n
             if best is None or cost < best[0]:
                 best = (cost, (bm, bn, wm, stages, split, k_slice))
@@ -280,7 +280,7 @@ def supports_k_major(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> boo
         return False
     if a.dim() != 2 or b.dim() != 2 or out.dim() != 2 or min(a.shape + b.shape) == 0:
         return False
-    if out.shape[0] * out.shape[1] * triton.cdiv(a.shape[1], BK) >= 2**31:
+    if out.shape[0] * out.shape[1] * cdiv(a.shape[1], BK) >= 2**31:
         return False  # the partials' offsets (at most a slice a K step)
     return (a.stride(1) == 1 and b.stride(1) == 1 and hopper(a.device)
             and _tma_ok(a, a.stride(0)) and _tma_ok(b, b.stride(0)))
@@ -304,7 +304,7 @@ def split_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     constexprs = {"BM": bm, "BN": bn, "BK": BK, "STAGES": stages, "GROUP_M": GROUP_M,
                   "LOADER_REGS": LOADER_REGS, "A_K_MAJOR": True, "WM": wm,
                   "STORE_T": store_t, "num_warps": WARPS, "maxnreg": max_registers(WARPS)}
-    run_kernel(_simt_tma_kernel, (split * triton.cdiv(m, bm) * triton.cdiv(n, bn),), args,
+    run_kernel(_simt_tma_kernel, (split * cdiv(m, bm) * cdiv(n, bn),), args,
                constexprs)
     record(triton.Config({"SIMT_TMA": True, "A_K_MAJOR": True, "BM": bm, "BN": bn, "BK": BK,
                           "SPLIT": split}, num_warps=WARPS, num_stages=stages), "simt")

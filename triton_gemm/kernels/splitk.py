@@ -84,7 +84,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 
 from .. import configs
-from .common import (AUTOTUNE, INTERPRETER, VECTOR_BYTES, dependent_meta, dot_precision,
+from .common import (AUTOTUNE, INTERPRETER, VECTOR_BYTES, cdiv, dependent_meta, dot_precision,
                      epilogue_input, launch, make_tuners, needs_int64, run_kernel,
                      tuning_args, workspace)
 from .epilogue import finish
@@ -319,7 +319,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
                 **dependent_meta(a.device))
 
     def grid(meta_):
-        tiles = triton.cdiv(m, meta_["BM"]) * triton.cdiv(n, meta_["BN"])
+        tiles = cdiv(m, meta_["BM"]) * cdiv(n, meta_["BN"])
         return (meta_["SPLIT"] * tiles,)
 
     key = (*tuning, dot_prec, has_d, a.dtype, b.dtype)
@@ -337,7 +337,7 @@ def reduce(work, split: int, out, d=None, *, alpha=1.0, beta=0.0, activation=0):
     has_d, d = epilogue_input(d, beta, out)
     split_p2 = triton.next_power_of_2(split)
     block = max(_REDUCE_TILE // split_p2, 32)
-    run_kernel(_splitk_reduce_kernel, (triton.cdiv(m * n, block),),
+    run_kernel(_splitk_reduce_kernel, (cdiv(m * n, block),),
                (work, out, d, m, n, split, *out.stride(), *d.stride(),
                 float(alpha), float(beta)),
                {"HAS_D": has_d, "ACTIVATION": activation, "SPLIT_P2": split_p2,
