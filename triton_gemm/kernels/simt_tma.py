@@ -77,6 +77,10 @@ WAVE_FILL = 0.9
 # Three stages, not four (same probe, --graph, 256x64 in 4 / 5 / 3 stages, us): 4096x128x11008
 # 266.7 / 262.4 / 262.3, 4096x256x4096 201.6 / 198.4 / 198.5, 8192x64x8192 200.2 / 197.3 /
 # 196.9 (six do not fit); 256x128 (eager, above) 274.8 / - / 274.5, 212.0 / - / 211.7.
+# Eight compute warps, not sixteen (graph time, us, 256x64 in 3 stages on 8 warps / 16 with
+# WM 8 / 16 with WM 4 / 128x64 on 16; 4 x 8 outputs a thread on 16, 96 registers, no
+# spills): 4096x128x11008 261.4 / 292.4 / 283.0 / 340.8, 8192x64x8192 194.8 / 220.4 / 211.2
+# / 253.1, 11008x128x4096 263.1 / 294.1 / 284.6 / 346.7.
 K_MAJOR_TILES = {64: (256, 64, 4, 3), 128: (256, 128, 4, 3)}
 # k_major_plan's cost of a slice an output element: its partial's 8 bytes (written, then
 # read by the reduce) at ~2.5 TB/s, in one SM's FMAs over that time (~0.75 x 128 a cycle
