@@ -51,11 +51,40 @@ def k_major_product(a, w, out, tile=None):
         return simt_tma.split_matmul(w, a.t().contiguous(), out.T, sms=sms).T
 
 
+def add_checked(fns: dict, name: str, fn, out, ref, label: str) -> None:
+    """fns[name] = fn once fn() fills the NaN-poisoned out within the ieee tolerance of ref
+    (its error printed); a config that does not compile is reported and left out."""
+    out.fill_(float("nan"))
+    try:
+        fn()
+        torch.cuda.synchronize()
+    except Exception as exc:  # a config that does not compile: say so, go on
+        print(f"{label}: failed {type(exc).__name__}: {str(exc)[:300]}")
+        return
+    err = rel_error(out, ref)
+    print(f"{label}: rel error {err:.1e}", flush=True)
+    if err <= tolerance(torch.float32, "ieee"):
+        fns[name] = fn
+
+
+def time_and_print(label: str, fns: dict, timer, rounds: int, flops: float) -> None:
+    """fns timed in interleaved rounds; a line each: median, range, TFLOPS, ratio to
+    fns["cublas"]."""
+    times = interleaved(fns, timer, rounds)
+    base = statistics.median(times["cublas"])
+    for name, ts in times.items():
+        ms = statistics.median(ts)
+        print(f"{label} {name:16s} {ms * 1e3:9.1f} us [{min(ts) * 1e3:.1f}-"
+              f"{max(ts) * 1e3:.1f}] {flops / ms / 1e9:6.1f} TFLOPS {base / ms:5.3f}x",
+              flush=True)
+
+
 def k_major(shapes, tiles, rounds: int, graph: bool) -> None:
     """The --k-major probe: each M,N,K of shapes at each tile, beside cuBLAS SGEMM, the
     library's ieee `linear` product and that product on the split-K kernel (the plan before
     the K-major path; planned each call, as the tiles are); graph: CUDA-graph replays
     (bench.cold_graph_ms), not eager calls."""
+    timer = bench.cold_graph_ms if graph else functools.partial(bench.gpu_median_ms, rep_ms=60)
     for shape in shapes:
         m, n, k = (int(v) for v in shape.split(","))
         a = torch.randn(m, k, device="cuda")
@@ -78,27 +107,9 @@ def k_major(shapes, tiles, rounds: int, graph: bool) -> None:
 
             def fn(tile=tile, a=a, w=w, out=out):
                 return k_major_product(a, w, out, tile)
-            out.fill_(float("nan"))
-            try:
-                fn()
-                torch.cuda.synchronize()
-            except Exception as exc:  # a config that does not compile: say so, go on
-                print(f"{shape} {spec}: failed {type(exc).__name__}: {str(exc)[:300]}")
-                continue
-            err = rel_error(out, ref)
-            print(f"{shape} {spec}: rel error {err:.1e}", flush=True)
-            if err <= tolerance(torch.float32, "ieee"):
-                fns[str(spec)] = fn
-        timer = (bench.cold_graph_ms if graph
-                 else functools.partial(bench.gpu_median_ms, rep_ms=60))
-        times = interleaved(fns, timer, rounds)
-        base = statistics.median(times["cublas"])
-        for name, ts in times.items():
-            ms = statistics.median(ts)
-            mode = "graph" if graph else "eager"
-            print(f"{mode} {shape} {name:16s} {ms * 1e3:9.1f} us [{min(ts) * 1e3:.1f}-"
-                  f"{max(ts) * 1e3:.1f}] {2.0 * m * n * k / ms / 1e9:6.1f} TFLOPS "
-                  f"{base / ms:5.3f}x", flush=True)
+            add_checked(fns, str(spec), fn, out, ref, f"{shape} {spec}")
+        time_and_print(f"{'graph' if graph else 'eager'} {shape}", fns, timer, rounds,
+                       2.0 * m * n * k)
 
 
 def main() -> int:
@@ -113,7 +124,6 @@ def main() -> int:
     if args.k_major:
         k_major(args.k_major, args.tiles, args.rounds, args.graph)
         return 0
-    args.tiles = args.tiles or ["128,256,32,3", "128,256,32,4"]
     for size in (int(s) for s in args.sizes.split(",")):
         a = torch.randn(size, size, device="cuda")
         b = torch.randn(size, size, device="cuda")
@@ -123,31 +133,15 @@ def main() -> int:
         torch.backends.cuda.matmul.allow_tf32 = False
         fns = {"cublas": lambda a=a, b=b: a @ b,
                "library": lambda a=a, b=b: triton_gemm.matmul(a, b, precision="ieee")}
-        for spec in args.tiles:
+        for spec in args.tiles or ["128,256,32,3", "128,256,32,4"]:
             bm, bn, bk, st, *rest = (int(v) for v in spec.split(","))
             warps = rest[0] if rest else 8
 
             def fn(bm=bm, bn=bn, bk=bk, st=st, warps=warps, a_m=a_m, b=b, out=out):
                 return run_tile(a_m, b, out, bm, bn, bk, st, warps)
-            out.fill_(float("nan"))
-            try:
-                fn()
-                torch.cuda.synchronize()
-            except Exception as exc:  # a config that does not compile: say so, go on
-                print(f"{size} {spec}: failed {type(exc).__name__}: {str(exc)[:300]}")
-                continue
-            err = rel_error(out, ref)
-            print(f"{size} {spec}: rel error {err:.1e}", flush=True)
-            if err <= tolerance(torch.float32, "ieee"):
-                fns[spec] = fn
-        times = interleaved(fns, functools.partial(bench.gpu_median_ms, rep_ms=60),
-                            args.rounds)
-        base = statistics.median(times["cublas"])
-        flops = 2.0 * size ** 3
-        for name, ts in times.items():
-            ms = statistics.median(ts)
-            print(f"{size} {name:16s} {ms * 1e3:9.1f} us {flops / ms / 1e9:6.1f} TFLOPS "
-                  f"{base / ms:5.3f}x", flush=True)
+            add_checked(fns, spec, fn, out, ref, f"{size} {spec}")
+        time_and_print(str(size), fns, functools.partial(bench.gpu_median_ms, rep_ms=60),
+                       args.rounds, 2.0 * size ** 3)
     return 0
 
 

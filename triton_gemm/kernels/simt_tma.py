@@ -114,7 +114,7 @@ def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, K_SLICE, c_pt
             STORE_T: gl.constexpr):
     """The TMA warp: each K step's A (A^T, or A itself where K-major) and B tiles into the
     ring once the compute warps have handed the slot back; past K, TMA fills zeros."""
-    off_m, off_n, s, k0, steps = _work(M, N, K, K_SLICE, BM, BN, BK, GROUP_M)
+    off_m, off_n, _, k0, steps = _work(M, N, K, K_SLICE, BM, BN, BK, GROUP_M)
     nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
     for i in range(steps):
         slot = claim_slot(ready, empty, i, nbytes)
@@ -147,7 +147,7 @@ def _compute(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, K_SLICE, c_p
     plane of C) by pointer stores (16 bytes a thread a run)."""
     STAGES: gl.constexpr = a_ring.type.shape[0]
     NW: gl.constexpr = gl.num_warps()
-    off_m, off_n, s, k0, steps = _work(M, N, K, K_SLICE, BM, BN, BK, GROUP_M)
+    off_m, off_n, s, _, steps = _work(M, N, K, K_SLICE, BM, BN, BK, GROUP_M)
     # M-major A: 4x4 runs a thread, 8 x 4 threads a warp, warps 2 x NW / 2: the CTA's 64 x
     # 8 NW block repeats over the tile, so a thread holds (BM / 64) x (BN / (8 NW)) runs; a
     # K row's A runs are 8 distinct 16-byte loads a warp, its B runs 4. K-major A: a
