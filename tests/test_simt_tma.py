@@ -125,6 +125,30 @@ def test_the_kernel_refuses_what_it_cannot_read(monkeypatch):
     assert not simt_tma.supports(a, b, out)
 
 
+def test_the_k_major_path_refuses_what_it_cannot_read():
+    """supports_k_major(): never CPU tensors (nor the interpreter); on a Hopper GPU fp32
+    only, A row-major (K-major), B row-major, rows TMA can read, and partials whose offsets
+    fit int32; the output's strides are free (C^T as a view of C included)."""
+    a, b, out = torch.empty(128, 256), torch.empty(256, 64), torch.empty(128, 64)
+    assert not simt_tma.supports_k_major(a, b, out)
+    if not (torch.cuda.is_available() and _hopper()):
+        return
+    a, b, out = a.cuda(), b.cuda(), out.cuda()
+    assert simt_tma.supports_k_major(a, b, out)
+    assert simt_tma.supports_k_major(a, b, torch.empty(64, 128, device="cuda").T)
+    assert not simt_tma.supports_k_major(a.T.contiguous().T, b, out)  # M-major A
+    assert not simt_tma.supports_k_major(a, b.T.contiguous().T, out)  # K-major B
+    assert not simt_tma.supports_k_major(a.half(), b.half(), out.half())
+    # A's rows (M of them, K apart) off 16 bytes: TMA cannot read them.
+    assert not simt_tma.supports_k_major(torch.empty(128, 255, device="cuda"),
+                                         torch.empty(255, 64, device="cuda"), out)
+    # Partials' offsets past int32: 2^24 outputs over 128 K steps, not over 127.
+    big_a, big_b = torch.empty(4096, 4096, device="cuda"), torch.empty(4096, 4096, device="cuda")
+    big_out = torch.empty(1, 1, device="cuda").expand(4096, 4096)
+    assert not simt_tma.supports_k_major(big_a, big_b, big_out)
+    assert simt_tma.supports_k_major(big_a[:, :4064], big_b[:4064], big_out)
+
+
 def _hopper() -> bool:
     a = torch.empty(256, 128, device="cuda").T
     return simt_tma.supports(a, torch.empty(256, 64, device="cuda"),
