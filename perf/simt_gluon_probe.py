@@ -9,7 +9,7 @@ from.
 --k-major: skinny products against a K-major weight (x @ W^T, W (N, K), as `linear`
 computes them) transposed, C^T = W A^T, on the kernel's K-major A path in K slices
 (simt_tma.split_matmul, A^T staged row-major, as dispatch would), each tile replacing
-simt_tma.K_MAJOR_TILES for C's rows (default: the module's own).
+simt_tma.K_MAJOR_TILES (default: the module's own).
 
 Each tile is first checked against float64 on a NaN-poisoned output. GPU (Hopper) only.
 """
@@ -46,7 +46,7 @@ def k_major_product(a, w, out, tile=None):
     """out = a @ w.T through simt_tma.split_matmul on C^T = W A^T (A^T staged row-major, as
     dispatch stages it); tile: (BM, BN, WM, STAGES) for every width, else the module's."""
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    tiles = simt_tma.K_MAJOR_TILES if tile is None else {max(simt_tma.K_MAJOR_TILES): tile}
+    tiles = simt_tma.K_MAJOR_TILES if tile is None else (tile,)
     with constants(simt_tma, K_MAJOR_TILES=tiles):
         return simt_tma.split_matmul(w, a.t().contiguous(), out.T, sms=sms).T
 

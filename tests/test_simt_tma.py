@@ -53,7 +53,7 @@ print(json.dumps({"shared": kernel.metadata.shared, **report,
 """
 
 # (BM, BN, WM, STAGES): the M-major tile (WM 0) and every K-major one.
-_TILES = [(simt_tma.BM, simt_tma.BN, 0, simt_tma.STAGES), *simt_tma.K_MAJOR_TILES.values()]
+_TILES = [(simt_tma.BM, simt_tma.BN, 0, simt_tma.STAGES), *simt_tma.K_MAJOR_TILES]
 
 
 @pytest.mark.parametrize("tile", _TILES, ids=lambda t: "x".join(map(str, t)))
@@ -142,11 +142,12 @@ def test_the_k_major_path_refuses_what_it_cannot_read():
     # A's rows (M of them, K apart) off 16 bytes: TMA cannot read them.
     assert not simt_tma.supports_k_major(torch.empty(128, 255, device="cuda"),
                                          torch.empty(255, 64, device="cuda"), out)
-    # Partials' offsets past int32: 2^24 outputs over 128 K steps, not over 127.
-    big_a, big_b = torch.empty(4096, 4096, device="cuda"), torch.empty(4096, 4096, device="cuda")
-    big_out = torch.empty(1, 1, device="cuda").expand(4096, 4096)
+    # Partials' offsets past int32: 2^27 outputs in K_MAJOR_MAX_SPLIT (16) slices, not in
+    # the 8 slices of a K of 8 steps.
+    big_a, big_b = torch.empty(16384, 512, device="cuda"), torch.empty(512, 8192, device="cuda")
+    big_out = torch.empty(1, 1, device="cuda").expand(16384, 8192)
     assert not simt_tma.supports_k_major(big_a, big_b, big_out)
-    assert simt_tma.supports_k_major(big_a[:, :4064], big_b[:4064], big_out)
+    assert simt_tma.supports_k_major(big_a[:, :256], big_b[:256], big_out)
 
 
 def _hopper() -> bool:
@@ -220,7 +221,7 @@ def test_k_major_plans_cut_k_into_whole_steps_over_a_known_tile(m, n, k):
     cover K with none empty; a product with a wave of 256x64 tiles' worth of slices takes
     them (8192x64x8192: 32 tiles in 4 slices of 2048)."""
     bm, bn, wm, stages, split, k_slice = simt_tma.k_major_plan(m, n, k, 132)
-    assert (bm, bn, wm, stages) in simt_tma.K_MAJOR_TILES.values()
+    assert (bm, bn, wm, stages) in simt_tma.K_MAJOR_TILES
     assert k_slice % simt_tma.BK == 0 and (split - 1) * k_slice < k <= split * k_slice
     if (m, n, k) == (8192, 64, 8192):
         assert (bm, bn, split, k_slice) == (256, 64, 4, 2048)

@@ -54,6 +54,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from .common import INTERPRETER, cdiv, hopper, needs_int64, record, run_kernel, workspace
 from .persistent import _tma_ok, tile_origin
 from .register_fed import claim_slot, max_registers, ring_barriers
+from .splitk import reduce
 
 # The tile (perf/simt_gluon_probe.py above): 8 compute warps of 8 x 16 outputs a thread,
 # 48 KB a slot. GROUP_M: tiles in persistent.tile_origin's grouped order, groups of 8 tile
@@ -66,8 +67,8 @@ BM, BN, BK, STAGES, GROUP_M, WARPS = 128, 256, 32, 3, 8, 8
 # vs 1.04x (0.85), 4104^3 0.89x vs 0.96x (0.85), 3000^3 0.81x vs 1.06x (0.73); so from 0.9.
 WAVE_FILL = 0.9
 # K-major A (a linear layer's weight, the first operand of a skinny product transposed,
-# C^T = W A^T): tiles by C's columns, BN -> (BM, BN, WM, STAGES), 8 x 8 and 8 x 16 outputs a
-# thread, and k_major_plan picks a tile and slice count per shape. perf/simt_gluon_probe.py
+# C^T = W A^T): tiles (BM, BN, WM, STAGES), 8 x 8 and 8 x 16 outputs a thread, of which
+# k_major_plan picks one and a slice count per shape. perf/simt_gluon_probe.py
 # --k-major, H100, eager after an L2 flush, three interleaved rounds, us, 256x64 / 256x128 /
 # 128x128 (WM 2) / 256x128 in 3 stages, each in the slices that fill a wave (cuBLAS SGEMM):
 # C^T 4096x128x11008 267.9 / 274.8 / 268.0 / 274.5 (241.0); 4096x256x4096 204.2 / 212.0 /
@@ -81,7 +82,7 @@ WAVE_FILL = 0.9
 # WM 8 / 16 with WM 4 / 128x64 on 16; 4 x 8 outputs a thread on 16, 96 registers, no
 # spills): 4096x128x11008 261.4 / 292.4 / 283.0 / 340.8, 8192x64x8192 194.8 / 220.4 / 211.2
 # / 253.1, 11008x128x4096 263.1 / 294.1 / 284.6 / 346.7.
-K_MAJOR_TILES = {64: (256, 64, 4, 3), 128: (256, 128, 4, 3)}
+K_MAJOR_TILES = ((256, 64, 4, 3), (256, 128, 4, 3))
 # k_major_plan's cost of a slice an output element: its partial's 8 bytes (written, then
 # read by the reduce) at ~2.5 TB/s, in one SM's FMAs over that time (~0.75 x 128 a cycle
 # at ~1.7 GHz: the rate the probe's 256x64 tiles ran).
@@ -100,11 +101,12 @@ def _work(M, N, K, K_SLICE, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr
     """(row, column, slice, first K, K steps) of this program: programs walk the tiles in
     persistent.tile_origin's grouped order, slice by slice of K_SLICE (a multiple of BK)."""
     tiles_m = gl.cdiv(M, BM)
-    tiles = tiles_m * gl.cdiv(N, BN)
+    tiles_n = gl.cdiv(N, BN)
     pid = gl.program_id(0)
-    off_m, off_n = tile_origin(pid % tiles, tiles_m, gl.cdiv(N, BN), BM, BN, GROUP_M)
-    k0 = (pid // tiles) * K_SLICE
-    return off_m, off_n, pid // tiles, k0, gl.cdiv(gl.minimum(K - k0, K_SLICE), BK)
+    s = pid // (tiles_m * tiles_n)
+    off_m, off_n = tile_origin(pid % (tiles_m * tiles_n), tiles_m, tiles_n, BM, BN, GROUP_M)
+    k0 = s * K_SLICE
+    return off_m, off_n, s, k0, gl.cdiv(gl.minimum(K - k0, K_SLICE), BK)
 
 
 @gluon.jit
@@ -142,9 +144,10 @@ def _outer(a_col, b_s, k: gl.constexpr, acc):
 def _compute(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, K_SLICE, c_ptr,
              stride_cm, stride_cs, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
              GROUP_M: gl.constexpr, A_K_MAJOR: gl.constexpr, WM: gl.constexpr,
-            STORE_T: gl.constexpr):
+             STORE_T: gl.constexpr):
     """The compute warps: BK outer products a slot, then the tile to C (to its slice's
-    plane of C) by pointer stores (16 bytes a thread a run)."""
+    plane of C) by pointer stores (16 bytes a thread a run; with STORE_T a warp's 32-byte
+    runs down C^T's columns)."""
     STAGES: gl.constexpr = a_ring.type.shape[0]
     NW: gl.constexpr = gl.num_warps()
     off_m, off_n, s, _, steps = _work(M, N, K, K_SLICE, BM, BN, BK, GROUP_M)
@@ -264,7 +267,7 @@ def k_major_plan(m: int, n: int, k: int, sms: int) -> tuple:
     tile of K_MAJOR_TILES and slice count whose waves of sms programs (one an SM) take the
     fewest FMA cycles, the partials' traffic counted (K_MAJOR_SLICE_COST)."""
     best = None
-    for bm, bn, wm, stages in K_MAJOR_TILES.values():
+    for bm, bn, wm, stages in K_MAJOR_TILES:
         tiles = cdiv(m, bm) * cdiv(n, bn)
         for split in range(1, K_MAJOR_MAX_SPLIT + 1):
             k_slice = cdiv(cdiv(k, split), BK) * BK
@@ -284,8 +287,8 @@ def supports_k_major(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> boo
         return False
     if a.dim() != 2 or b.dim() != 2 or out.dim() != 2 or min(a.shape + b.shape) == 0:
         return False
-    if out.shape[0] * out.shape[1] * cdiv(a.shape[1], BK) >= 2**31:
-        return False  # the partials' offsets (at most a slice a K step)
+    if out.shape[0] * out.shape[1] * min(cdiv(a.shape[1], BK), K_MAJOR_MAX_SPLIT) >= 2**31:
+        return False  # the partials' offsets (k_major_plan's slices: at most one a K step)
     return (a.stride(1) == 1 and b.stride(1) == 1 and hopper(a.device)
             and _tma_ok(a, a.stride(0)) and _tma_ok(b, b.stride(0)))
 
@@ -294,10 +297,9 @@ def split_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                  d: torch.Tensor | None = None, *, alpha: float = 1.0, beta: float = 0.0,
                  activation: int = 0, sms: int) -> torch.Tensor:
     """out = act(alpha * a @ b + beta * d) in fp32 FMA for a K-major a (M, K) and operands
-    supports_k_major() accepts, any strides of out and d: K slices' partials (k_major_split
+    supports_k_major() accepts, any strides of out and d: K slices' partials (k_major_plan
     over sms SMs) stored in out's memory order, then splitk.reduce sums them in one fixed
     order (bitwise reproducible) with the epilogue. Returns out."""
-    from .splitk import reduce  # splitk's partials kernel is not needed here
     m, n, k = out.shape[0], out.shape[1], a.shape[1]
     bm, bn, wm, stages, split, k_slice = k_major_plan(m, n, k, sms)
     store_t = out.stride(0) == 1 and out.stride(1) != 1  # C^T of a row-major C
@@ -308,8 +310,7 @@ def split_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     constexprs = {"BM": bm, "BN": bn, "BK": BK, "STAGES": stages, "GROUP_M": GROUP_M,
                   "LOADER_REGS": LOADER_REGS, "A_K_MAJOR": True, "WM": wm,
                   "STORE_T": store_t, "num_warps": WARPS, "maxnreg": max_registers(WARPS)}
-    run_kernel(_simt_tma_kernel, (split * cdiv(m, bm) * cdiv(n, bn),), args,
-               constexprs)
+    run_kernel(_simt_tma_kernel, (split * cdiv(m, bm) * cdiv(n, bn),), args, constexprs)
     record(triton.Config({"SIMT_TMA": True, "A_K_MAJOR": True, "BM": bm, "BN": bn, "BK": BK,
                           "SPLIT": split}, num_warps=WARPS, num_stages=stages), "simt")
     if store_t:
