@@ -5,11 +5,16 @@ from.
 
     python perf/simt_gluon_probe.py [--sizes 4096,8192] [--tiles BM,BN,BK,STAGES[,WARPS] ...]
     python perf/simt_gluon_probe.py --k-major M,N,K ... [--tiles BM,BN,WM,STAGES ...]
+    python perf/simt_gluon_probe.py --as-given M,N,K ... [--tiles ...] [--max-split S]
 
 --k-major: skinny products against a K-major weight (x @ W^T, W (N, K), as `linear`
 computes them) transposed, C^T = W A^T, on the kernel's K-major A path in K slices
 (simt_tma.split_matmul, A^T staged row-major, as dispatch would), each tile replacing
 simt_tma.K_MAJOR_TILES (default: the module's own).
+
+--as-given: a @ b with both row-major (A K-major as given, no copy) on the same path
+(simt_tma.split_matmul), beside cuBLAS SGEMM and the library; --max-split replaces
+simt_tma.K_MAJOR_MAX_SPLIT (the most slices k_major_plan weighs).
 
 Each tile is first checked against float64 on a NaN-poisoned output. GPU (Hopper) only.
 """
@@ -49,6 +54,16 @@ def k_major_product(a, w, out, tile=None):
     tiles = simt_tma.K_MAJOR_TILES if tile is None else (tile,)
     with constants(simt_tma, K_MAJOR_TILES=tiles):
         return simt_tma.split_matmul(w, a.t().contiguous(), out.T, sms=sms).T
+
+
+def as_given_product(a, b, out, tile=None, max_split=None):
+    """out = a @ b through simt_tma.split_matmul on row-major a and b as given; tile as
+    k_major_product's, max_split: k_major_plan's most slices (else the module's)."""
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    tiles = simt_tma.K_MAJOR_TILES if tile is None else (tile,)
+    split = simt_tma.K_MAJOR_MAX_SPLIT if max_split is None else max_split
+    with constants(simt_tma, K_MAJOR_TILES=tiles, K_MAJOR_MAX_SPLIT=split):
+        return simt_tma.split_matmul(a, b, out, sms=sms)
 
 
 def add_checked(fns: dict, name: str, fn, out, ref, label: str) -> None:
@@ -112,17 +127,54 @@ def k_major(shapes, tiles, rounds: int, graph: bool) -> None:
                        2.0 * m * n * k)
 
 
+def as_given(shapes, tiles, max_split, rounds: int, graph: bool) -> None:
+    """The --as-given probe: a @ b, both row-major, on split_matmul at each tile (planned by
+    k_major_plan up to max_split slices), beside cuBLAS SGEMM, the library's ieee product
+    (its own plan) and the split-K kernel's plan (before the K-major path took these)."""
+    timer = bench.cold_graph_ms if graph else functools.partial(bench.gpu_median_ms, rep_ms=60)
+    for shape in shapes:
+        m, n, k = (int(v) for v in shape.split(","))
+        a = torch.randn(m, k, device="cuda")
+        b = torch.randn(k, n, device="cuda")
+        ref = a.double() @ b.double()
+        out = torch.empty(m, n, device="cuda")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        fns = {"cublas": lambda a=a, b=b: a @ b,
+               "library": lambda a=a, b=b: triton_gemm.matmul(a, b, precision="ieee")}
+
+        def split_k(a=a, b=b, out=out):
+            # The split-K kernel's plan (before the K-major path), planned each call as above.
+            with constants(dispatch, K_MAJOR_AS_GIVEN_MIN_MN=1 << 62):
+                return dispatch.run(a[None], b[None], out[None], precision="ieee")
+        fns["split-K"] = split_k
+        for spec in tiles or [None]:
+            tile = None if spec is None else tuple(int(v) for v in spec.split(","))
+
+            def fn(tile=tile, a=a, b=b, out=out):
+                return as_given_product(a, b, out, tile, max_split)
+            add_checked(fns, str(spec), fn, out, ref, f"{shape} {spec}")
+        time_and_print(f"{'graph' if graph else 'eager'} {shape}", fns, timer, rounds,
+                       2.0 * m * n * k)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="4096,8192")
     parser.add_argument("--tiles", nargs="*", default=None)
     parser.add_argument("--k-major", nargs="*", default=None, metavar="M,N,K")
+    parser.add_argument("--as-given", nargs="*", default=None, metavar="M,N,K")
+    parser.add_argument("--max-split", type=int, default=None,
+                        help="--as-given: k_major_plan's most slices")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--graph", action="store_true", help="--k-major: CUDA-graph time")
+    parser.add_argument("--graph", action="store_true",
+                        help="--k-major, --as-given: CUDA-graph time")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.k_major:
         k_major(args.k_major, args.tiles, args.rounds, args.graph)
+        return 0
+    if args.as_given:
+        as_given(args.as_given, args.tiles, args.max_split, args.rounds, args.graph)
         return 0
     for size in (int(s) for s in args.sizes.split(",")):
         a = torch.randn(size, size, device="cuda")

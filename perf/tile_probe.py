@@ -3,6 +3,7 @@ and the library's own choice: the measurement behind new tiles and dispatch thre
 
     python perf/tile_probe.py --case 128,4096,4096,nt --precision fp16
     python perf/tile_probe.py --case 128,4096,4096,nt --only persistent
+    python perf/tile_probe.py --case 128,4096,4096,nt --only persistent,streamk
     python perf/tile_probe.py --case 128,128,65536 --only splitk --splitk 64,64,128,64,4,4
     python perf/tile_probe.py --case 256,256,32768 --only splitk --graph
     python perf/tile_probe.py --case 16,8192,8192,nt --precision ieee --only gemv --gemv 8,2,2
@@ -42,6 +43,7 @@ from triton_gemm.kernels import gemv as gemv_kernel  # noqa: E402
 from triton_gemm.kernels import matmul as plain_kernel  # noqa: E402
 from triton_gemm.kernels import persistent as persistent_kernel  # noqa: E402
 from triton_gemm.kernels import splitk as splitk_kernel  # noqa: E402
+from triton_gemm.kernels import streamk as streamk_kernel  # noqa: E402
 from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
 
 # The tensor-core precisions the three kernels share, tf32x3: the persistent kernel on
@@ -125,8 +127,11 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
         else:
             fn = (lambda a, b, c, cfg=cfg: persistent_kernel.matmul_2d(
                 a, b, c, precision=prec, config=cfg))
-        out.append(("persistent", (f"{bm}x{bn}x{bk // word} w{w} s{st}"
-                                   f"{' sub' if sub else ''}{' ws' if ws else ''}"), fn))
+        label = f"{bm}x{bn}x{bk // word} w{w} s{st}{' sub' if sub else ''}{' ws' if ws else ''}"
+        out.append(("persistent", label, fn))
+        if not (halves or ws):  # the same tile on the stream-K kernel (no warp specialising)
+            out.append(("streamk", label, lambda a, b, c, cfg=cfg: streamk_kernel.matmul_2d(
+                a, b, c, precision=prec, config=cfg)))
     if transposed is not None:
         # C^T = W A^T on (W, A^T) as given: the split-K tiles, then the plain ones.
         out += _splitk_candidates(splitk or SPLITK, word, prec, transposed)
@@ -290,7 +295,8 @@ def main(argv=None) -> int:
     parser.add_argument("--precision", default="fp16", choices=PRECISIONS)
     parser.add_argument("--only", default="persistent,splitk,plain",
                         help="kernels to try beside the library's choice, comma-separated "
-                             "(persistent, splitk, plain, gemv; auto: none)")
+                             "(persistent, streamk: the persistent tiles on the stream-K "
+                             "kernel, splitk, plain, gemv; auto: none)")
     parser.add_argument("--persistent", action="append", default=None,
                         metavar="BM,BN,BK,WARPS,STAGES,SUBTILE[,WS]",
                         help="persistent tiles to try instead of the built-in list "

@@ -142,8 +142,8 @@ def test_the_k_major_path_refuses_what_it_cannot_read():
     # A's rows (M of them, K apart) off 16 bytes: TMA cannot read them.
     assert not simt_tma.supports_k_major(torch.empty(128, 255, device="cuda"),
                                          torch.empty(255, 64, device="cuda"), out)
-    # Partials' offsets past int32: 2^27 outputs in K_MAJOR_MAX_SPLIT (16) slices, not in
-    # the 8 slices of a K of 8 steps.
+    # Partials' offsets past int32: 2^27 outputs in the 16 slices a K of 16 steps may take,
+    # not in the 8 of a K of 8 steps.
     big_a, big_b = torch.empty(16384, 512, device="cuda"), torch.empty(512, 8192, device="cuda")
     big_out = torch.empty(1, 1, device="cuda").expand(16384, 8192)
     assert not simt_tma.supports_k_major(big_a, big_b, big_out)
@@ -213,18 +213,30 @@ def test_matmul_runs_large_ieee_products_on_the_simt_tma_kernel(layout):
                  f"{layout} small", operands=(a[:256], b[:, :256]))
 
 
+# (m, n, k) -> (BM, BN, slices, K a slice) where the plan is pinned: a wave of 256x64 tiles'
+# worth of slices (8192x64x8192: 32 tiles in 4 slices of 2048); few tiles over a long K in
+# many slices (256x256x32768: 4 tiles in 32); 128 rows whole on 128x128 tiles
+# (128x128x65536: K_MAJOR_MAX_SPLIT slices); slices no shallower than K_MAJOR_MIN_SLICE
+# (128x128x4096: 32 of 128, not a wave of 128 of 32; 256x64 ties 128x128 and comes first).
+PINNED_PLANS = {(8192, 64, 8192): (256, 64, 4, 2048), (256, 256, 32768): (256, 64, 32, 1024),
+                (128, 128, 65536): (128, 128, 128, 512), (128, 128, 4096): (256, 64, 32, 128)}
+
+
 @pytest.mark.parametrize("m,n,k", [(8192, 64, 8192), (4096, 128, 4096), (11008, 128, 4096),
                                    (28672, 128, 8192), (4096, 256, 4096), (1000, 100, 1000),
-                                   (256, 64, 32), (8, 8, 40)])
+                                   (256, 64, 32), (8, 8, 40), (256, 256, 32768),
+                                   (128, 128, 65536), (128, 128, 4096), (200, 300, 100)])
 def test_k_major_plans_cut_k_into_whole_steps_over_a_known_tile(m, n, k):
-    """k_major_plan at 132 SMs: a K_MAJOR_TILES tile, slices of whole 32-deep steps that
-    cover K with none empty; a product with a wave of 256x64 tiles' worth of slices takes
-    them (8192x64x8192: 32 tiles in 4 slices of 2048)."""
+    """k_major_plan at 132 SMs: a K_MAJOR_TILES tile, at most K_MAJOR_MAX_SPLIT slices of
+    whole 32-deep steps that cover K with none empty, each at least K_MAJOR_MIN_SLICE deep
+    where K holds one that deep; PINNED_PLANS where pinned."""
     bm, bn, wm, stages, split, k_slice = simt_tma.k_major_plan(m, n, k, 132)
     assert (bm, bn, wm, stages) in simt_tma.K_MAJOR_TILES
     assert k_slice % simt_tma.BK == 0 and (split - 1) * k_slice < k <= split * k_slice
-    if (m, n, k) == (8192, 64, 8192):
-        assert (bm, bn, split, k_slice) == (256, 64, 4, 2048)
+    assert split <= simt_tma.K_MAJOR_MAX_SPLIT
+    assert k_slice >= min(simt_tma.K_MAJOR_MIN_SLICE, k)
+    if (m, n, k) in PINNED_PLANS:
+        assert (bm, bn, split, k_slice) == PINNED_PLANS[m, n, k]
 
 
 @gpu_only
@@ -250,6 +262,31 @@ def test_k_major_split_product(m, n, k, transposed_out):
     simt_tma.split_matmul(a, b, out, d, alpha=0.5, beta=-2.0, activation=1, sms=132)
     assert_close(out, torch.relu(0.5 * ref - 2.0 * d.double()), torch.float32, "ieee",
                  f"{m}x{n}x{k} epilogue", operands=(a, b))
+
+
+@gpu_only
+@pytest.mark.parametrize("m,n,k", [(dispatch.K_MAJOR_AS_GIVEN_MIN_MN, 160, 32768),
+                                   (300, 132, 16384)])
+def test_long_k_products_as_given_take_the_k_major_path(m, n, k):
+    """ieee split-K products of a row-major A and B with at least K_MAJOR_AS_GIVEN_MIN_MN
+    rows and columns and K_MAJOR_AS_GIVEN_MIN_MNK multiply-adds run on the K-major path as
+    given (addmm's bias, alpha and beta through the reduce); one row or column fewer, or a
+    quarter of K, stays on the split-K kernel; NaN-poisoned out."""
+    if not _hopper():
+        pytest.skip("kernels/simt_tma.py needs Hopper (sm_90)")
+    assert m * n * k >= dispatch.K_MAJOR_AS_GIVEN_MIN_MNK > m * n * k // 4
+    a, b, bias = randn(m, k), randn(k, n), randn(n)
+    out = torch.full((m, n), float("nan"), device=a.device)
+    triton_gemm.addmm(bias, a, b, beta=0.5, alpha=2.0, precision="ieee", out=out)
+    assert last_config().startswith("stk_"), last_config()
+    assert_close(out, 2.0 * (a.double() @ b.double()) + 0.5 * bias.double(), torch.float32,
+                 "ieee", f"addmm {m}x{n}x{k}", operands=(a, b))
+    edge = dispatch.K_MAJOR_AS_GIVEN_MIN_MN - 1
+    for a_, b_ in ((a[:edge], b), (a, b[:, :edge]), (a[:, :k // 4], b[:k // 4])):
+        fewer = triton_gemm.matmul(a_, b_, precision="ieee")
+        assert last_config().startswith("k_"), last_config()
+        assert_close(fewer, a_.double() @ b_.double(), torch.float32, "ieee",
+                     f"{tuple(fewer.shape)} on split-K", operands=(a_, b_))
 
 
 @gpu_only

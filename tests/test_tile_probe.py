@@ -70,8 +70,18 @@ def test_transposed_16_bit_candidates_run_c_transposed_on_the_operands_as_given(
     w, at = torch.zeros(40, 56, dtype=torch.float16), torch.zeros(56, 8, dtype=torch.float16)
     labels = [(kind, label) for kind, label, _ in tile_probe.candidates(
         "fp16", splitk=[TILE], plain=[(32, 16, 32, 4, 2)], transposed=(w, at))
-        if kind != "persistent"]
+        if kind not in ("persistent", "streamk")]
     assert labels == [("splitk", "C^T 32x32x32 split4 w2 s1"), ("plain", "C^T 32x16x32 w4 s2")]
+
+
+def test_stream_k_candidates_mirror_the_persistent_tiles_not_warp_specialised():
+    """--only streamk: each persistent tile given, but a warp-specialised one (the stream-K
+    kernel waits on flags between tiles), also on the stream-K kernel, labelled alike."""
+    tiles = [(128, 64, 64, 4, 4, False), (128, 128, 64, 8, 3, True, True)]
+    labels = [(kind, label) for kind, label, _ in tile_probe.candidates("fp16", persistent=tiles)
+              if kind in ("persistent", "streamk")]
+    assert labels == [("persistent", "128x64x64 w4 s4"), ("streamk", "128x64x64 w4 s4"),
+                      ("persistent", "128x128x64 w8 s3 sub ws")]
 
 
 @requires_kernels

@@ -63,7 +63,9 @@ Single (unbatched) products with at most one 64x64 output tile per two SMs and a
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle; there
 operands off 16-byte runs load narrower, on the kernel's narrow tiles (huge-K outputs up to
-SPLITK_AS_GIVEN_MAX_MN; larger ones pad them). Skinny products
+SPLITK_AS_GIVEN_MAX_MN; larger ones pad them; on Hopper, ieee ones of a row-major A and B
+large enough (K_MAJOR_AS_GIVEN_MIN_MN, K_MAJOR_AS_GIVEN_MIN_MNK) on kernels/simt_tma.py's
+K-major path). Skinny products
 against a wide K-major weight (or an aligned row-major one, 16-bit and tf32; or a 16-bit
 row-major one in 16-byte runs, TRANSPOSED_RUNS_MAX_M) run
 transposed instead (C^T = B^T A^T, TRANSPOSED): the plain kernel's thin tiles stream the
@@ -314,6 +316,18 @@ FMA_TRANSPOSED_MAX_M = configs.MID_M_MAX
 # 1311.2 (1208.1). Fewer rows keep split-K, which leads cuBLAS there (report: 32x8192x8192
 # 1.53x, 16 rows 1.27x; 33-63 rows not measured on the K-major path).
 K_MAJOR_FMA_MIN_N = 64
+# Split-K ieee products as given (few output tiles, long K) of a row-major A and B, at least
+# K_MAJOR_AS_GIVEN_MIN_MN rows and columns and K_MAJOR_AS_GIVEN_MIN_MNK multiply-adds, run
+# there too, A as the K-major operand (C = A B, no copy). perf/simt_gluon_probe.py
+# --as-given --graph, H200, three interleaved rounds, us, split-K kernel / K-major path
+# (cuBLAS SGEMM): 256x256x32768 112.1 / 102.0 (98.5), 512x512x16384 206.9 / 189.3 (181.2),
+# 128x128x65536 64.3 / 57.5 (66.6), 192x192x16384 56.7 / 45.3 (47.0), 512x512x4096 59.4 /
+# 56.0 (57.3), 256x256x8192 36.3 / 35.5 (37.2); below 2^29 multiply-adds the K slices grow
+# too short or too few: 128x128x16384 24.0 / 23.8 (25.2), 256x256x4096 23.0 / 24.1 (27.2),
+# 128x128x8192 17.0 / 21.8 (18.4), 128x128x4096 15.6 / 21.0 (15.1). Fewer rows or columns
+# waste most of a 128-wide tile; 64x64x65536 stays on split-K (1.31x cuBLAS, the report).
+K_MAJOR_AS_GIVEN_MIN_MN = 128
+K_MAJOR_AS_GIVEN_MIN_MNK = 1 << 29
 # 16-bit skinny products of up to TRANSPOSED_RUNS_MAX_M rows against a row-major weight of
 # at least THIN_MIN_N columns whose rows are whole 16-byte runs but not ALIGN elements (fp16
 # 4104) run transposed too, the plain kernel loading the M-major weight 16 bytes wide under
@@ -983,10 +997,13 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
         _gemv.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                         activation=activation)
         return
-    if (p.split_k and p.b_n_major and precision == "ieee" and lo is None
-            and n >= K_MAJOR_FMA_MIN_N
+    if (p.split_k and precision == "ieee" and lo is None
+            and (n >= K_MAJOR_FMA_MIN_N if p.b_n_major
+                 else not p.copies and min(out.shape[1], n) >= K_MAJOR_AS_GIVEN_MIN_MN
+                 and out.shape[1] * n * a.shape[2] >= K_MAJOR_AS_GIVEN_MIN_MNK)
             and _simt_tma.supports_k_major(a[0], b[0, :, :n], out[0])):
-        # FMA_TRANSPOSED's C^T = W A^T on Hopper: see K_MAJOR_FMA_MIN_N.
+        # FMA_TRANSPOSED's C^T = W A^T, or C = A B as given, on Hopper: see
+        # K_MAJOR_FMA_MIN_N and K_MAJOR_AS_GIVEN_MIN_MN.
         _simt_tma.split_matmul(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                                activation=activation, sms=_persistent.gpu_sms(a.device)[0])
         return

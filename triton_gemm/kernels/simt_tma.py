@@ -27,8 +27,10 @@ the probe, H100, 4096^3 / 8192^3 47.7 / 48.1 TFLOPS against 52.2 / 52.9 (cuBLAS 
 3.29), issue slots busy 75% against 82%, dispatch stalls 0.45 against 0.28 cycles an
 instruction (fortieth session). So large products keep the copy; split_matmul runs the
 K-major path where A is a linear layer's weight and the product skinny (C^T = W A^T, A's
-few rows copied as B): in K slices of one wave, their partials summed by splitk.reduce
-with the epilogue (dispatch.K_MAJOR_FMA_MIN_N has the figures). There it runs ~73% of
+few rows copied as B), and where a row-major A and B meet over a long K with few output
+tiles (C = A B as given, no copy): in K slices of one wave, their partials summed by
+splitk.reduce with the epilogue (dispatch.K_MAJOR_FMA_MIN_N and K_MAJOR_AS_GIVEN_MIN_MN have
+the figures). There it runs ~73% of
 the FMA peak: Nsight Compute (H100, C^T 4096x128x11008 on 256x64 tiles, 1.59 GHz) put
 compute throughput at 76.7%, no eligible warp in 20% of cycles, and of the 3.75 cycles a
 warp waited per instruction 0.97 on the CTA barrier before each slot's release. Not kept:
@@ -82,13 +84,24 @@ WAVE_FILL = 0.9
 # WM 8 / 16 with WM 4 / 128x64 on 16; 4 x 8 outputs a thread on 16, 96 registers, no
 # spills): 4096x128x11008 261.4 / 292.4 / 283.0 / 340.8, 8192x64x8192 194.8 / 220.4 / 211.2
 # / 253.1, 11008x128x4096 263.1 / 294.1 / 284.6 / 346.7.
-K_MAJOR_TILES = ((256, 64, 4, 3), (256, 128, 4, 3))
+# 128x128 (WM 2) last, so it wins only where it costs less, not ties: it ran level with
+# 256x64 above and takes products of 128 rows whole (C = A B as given, 128x128x65536 in 128
+# slices of 512: 57.3 us against 99.8 on 256x64, half its rows idle; H200, graph time).
+K_MAJOR_TILES = ((256, 64, 4, 3), (256, 128, 4, 3), (128, 128, 2, 3))
 # k_major_plan's cost of a slice an output element: its partial's 8 bytes (written, then
 # read by the reduce) at ~2.5 TB/s, in one SM's FMAs over that time (~0.75 x 128 a cycle
 # at ~1.7 GHz: the rate the probe's 256x64 tiles ran).
 K_MAJOR_SLICE_COST = 8 * 0.75 * 128 * 1.7e9 / 2.5e12
-# Most slices k_major_plan weighs: past a few the partials' traffic outweighs the waves.
-K_MAJOR_MAX_SPLIT = 16
+# Most slices k_major_plan weighs (its cost prices their partials' traffic), and the
+# shallowest slice it cuts: a long-K product of few tiles (C = A B as given) fills a wave
+# only in many slices. perf/simt_gluon_probe.py --as-given --graph, H200, three interleaved
+# rounds, us, the plan's slices at most 16 / 32 / 128 (cuBLAS SGEMM; the split-K kernel as
+# dispatched before): 256x256x32768 on 256x64 189.2 / 101.7 / 102.0 (98.2; 111.7);
+# 128x128x65536 on 128x128 - / 188.5 / 57.3 (66.2; 64.3); 128x128x16384 on 128x128 in
+# 128 slices of 128 (four K steps) 23.8 (25.2; 24.0). The LLM shapes' plans are the same
+# at 16 and 128 (their waves fill in at most four slices).
+K_MAJOR_MAX_SPLIT = 128
+K_MAJOR_MIN_SLICE = 128
 # The TMA warp's registers; the compute warps get the rest (240 a thread).
 LOADER_REGS = 24
 # A slot read back as rows (see the module docstring).
@@ -264,12 +277,13 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tens
 
 def k_major_plan(m: int, n: int, k: int, sms: int) -> tuple:
     """(BM, BN, WM, STAGES, slices, K per slice) for a K-major A's (m, n, k) product: the
-    tile of K_MAJOR_TILES and slice count whose waves of sms programs (one an SM) take the
-    fewest FMA cycles, the partials' traffic counted (K_MAJOR_SLICE_COST)."""
+    tile of K_MAJOR_TILES and slice count (slices at least K_MAJOR_MIN_SLICE deep, where K
+    allows) whose waves of sms programs (one an SM) take the fewest FMA cycles, the
+    partials' traffic counted (K_MAJOR_SLICE_COST)."""
     best = None
     for bm, bn, wm, stages in K_MAJOR_TILES:
         tiles = cdiv(m, bm) * cdiv(n, bn)
-        for split in range(1, K_MAJOR_MAX_SPLIT + 1):
+        for split in range(1, min(K_MAJOR_MAX_SPLIT, max(k // K_MAJOR_MIN_SLICE, 1)) + 1):
             k_slice = cdiv(cdiv(k, split), BK) * BK
             split = cdiv(k, k_slice)
             waves = cdiv(tiles * split, sms)
