@@ -6,7 +6,6 @@ from.
     python perf/simt_gluon_probe.py [--sizes 4096,8192] [--tiles BM,BN,BK,STAGES[,WARPS] ...]
     python perf/simt_gluon_probe.py --k-major M,N,K ... [--tiles BM,BN,WM,STAGES ...]
     python perf/simt_gluon_probe.py --as-given M,N,K ... [--tiles ...] [--max-split S]
-        [--layout tn]
 
 --k-major: skinny products against a K-major weight (x @ W^T, W (N, K), as `linear`
 computes them) transposed, C^T = W A^T, on the kernel's K-major A path in K slices
@@ -15,8 +14,7 @@ simt_tma.K_MAJOR_TILES (default: the module's own).
 
 --as-given: a @ b with both row-major (A K-major as given, no copy) on the same path
 (simt_tma.split_matmul), beside cuBLAS SGEMM and the library; --max-split replaces
-simt_tma.K_MAJOR_MAX_SPLIT (the most slices k_major_plan weighs); --layout tn: A M-major
-(a weight gradient's X^T), on the M-major tile in K slices (--tiles do not apply).
+simt_tma.K_MAJOR_MAX_SPLIT (the most slices k_major_plan weighs).
 
 Each tile is first checked against float64 on a NaN-poisoned output. GPU (Hopper) only.
 """
@@ -59,9 +57,8 @@ def k_major_product(a, w, out, tile=None):
 
 
 def as_given_product(a, b, out, tile=None, max_split=None):
-    """out = a @ b through simt_tma.split_matmul on a (row-major or M-major) and a
-    row-major b as given; tile as k_major_product's (a K-major a's), max_split: the plan's
-    most slices (else the module's)."""
+    """out = a @ b through simt_tma.split_matmul on row-major a and b as given; tile as
+    k_major_product's, max_split: k_major_plan's most slices (else the module's)."""
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     tiles = simt_tma.K_MAJOR_TILES if tile is None else (tile,)
     split = simt_tma.K_MAJOR_MAX_SPLIT if max_split is None else max_split
@@ -130,16 +127,14 @@ def k_major(shapes, tiles, rounds: int, graph: bool) -> None:
                        2.0 * m * n * k)
 
 
-def as_given(shapes, tiles, max_split, rounds: int, graph: bool, layout: str = "nn") -> None:
+def as_given(shapes, tiles, max_split, rounds: int, graph: bool) -> None:
     """The --as-given probe: a @ b, both row-major, on split_matmul at each tile (planned by
     k_major_plan up to max_split slices), beside cuBLAS SGEMM, the library's ieee product
-    (its own plan) and the split-K kernel's plan (before the K-major path took these).
-    layout "tn": A M-major (a.T row-major), run on the M-major tile in K slices instead."""
+    (its own plan) and the split-K kernel's plan (before the K-major path took these)."""
     timer = bench.cold_graph_ms if graph else functools.partial(bench.gpu_median_ms, rep_ms=60)
     for shape in shapes:
         m, n, k = (int(v) for v in shape.split(","))
-        a = (torch.randn(k, m, device="cuda").T if layout == "tn"
-             else torch.randn(m, k, device="cuda"))
+        a = torch.randn(m, k, device="cuda")
         b = torch.randn(k, n, device="cuda")
         ref = a.double() @ b.double()
         out = torch.empty(m, n, device="cuda")
@@ -170,8 +165,6 @@ def main() -> int:
     parser.add_argument("--as-given", nargs="*", default=None, metavar="M,N,K")
     parser.add_argument("--max-split", type=int, default=None,
                         help="--as-given: k_major_plan's most slices")
-    parser.add_argument("--layout", choices=("nn", "tn"), default="nn",
-                        help="--as-given: A row-major (nn) or M-major (tn)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--graph", action="store_true",
                         help="--k-major, --as-given: CUDA-graph time")
@@ -181,8 +174,7 @@ def main() -> int:
         k_major(args.k_major, args.tiles, args.rounds, args.graph)
         return 0
     if args.as_given:
-        as_given(args.as_given, args.tiles, args.max_split, args.rounds, args.graph,
-                 args.layout)
+        as_given(args.as_given, args.tiles, args.max_split, args.rounds, args.graph)
         return 0
     for size in (int(s) for s in args.sizes.split(",")):
         a = torch.randn(size, size, device="cuda")

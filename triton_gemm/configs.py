@@ -695,12 +695,11 @@ def config_name(config: triton.Config, family: str) -> str:
         prefix = "gs" if kw.get("X_SMEM") else "rf"
         cluster = f"_c{kw['CTAS']}" if kw.get("CTAS", 1) > 1 else ""
         return f"{prefix}_{kw['BM']}x{kw['BN']}x{kw['BK']}{cluster}"
-    if kw.get("SIMT_TMA"):  # kernels/simt_tma.py: one fixed tile (its K-major A path: "stk_";
-        # K slices after "_s", an M-major A's sliced products "st_..._s")
-        split = f"_s{kw['SPLIT']}" if "SPLIT" in kw else ""
+    if kw.get("SIMT_TMA"):  # kernels/simt_tma.py: one fixed tile (its K-major A path: "stk_",
+        # its K slices after "_s")
         if kw.get("A_K_MAJOR"):
-            return f"stk_{kw['BM']}x{kw['BN']}x{kw['BK']}{split}"
-        return f"st_{kw['BM']}x{kw['BN']}x{kw['BK']}{split}"
+            return f"stk_{kw['BM']}x{kw['BN']}x{kw['BK']}_s{kw['SPLIT']}"
+        return f"st_{kw['BM']}x{kw['BN']}x{kw['BK']}"
     if kw.get("SPLIT_FED"):  # kernels/split_fed.py: one fixed tile
         return f"sf_{kw['BM']}x{kw['BN']}x{kw['BK']}"
     if family.startswith(STREAMK_PREFIX):  # a persistent tile run by the stream-K kernel

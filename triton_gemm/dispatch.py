@@ -998,12 +998,10 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
                         activation=activation)
         return
     if (p.split_k and precision == "ieee" and lo is None
-            and (n >= K_MAJOR_FMA_MIN_N and _simt_tma.supports_k_major(a[0], b[0, :, :n],
-                                                                      out[0])
-                 if p.b_n_major else
-                 not p.copies and min(out.shape[1], n) >= K_MAJOR_AS_GIVEN_MIN_MN
-                 and out.shape[1] * n * a.shape[2] >= K_MAJOR_AS_GIVEN_MIN_MNK
-                 and _simt_tma.supports_split(a[0], b[0, :, :n], out[0]))):
+            and (n >= K_MAJOR_FMA_MIN_N if p.b_n_major
+                 else not p.copies and min(out.shape[1], n) >= K_MAJOR_AS_GIVEN_MIN_MN
+                 and out.shape[1] * n * a.shape[2] >= K_MAJOR_AS_GIVEN_MIN_MNK)
+            and _simt_tma.supports_k_major(a[0], b[0, :, :n], out[0])):
         # FMA_TRANSPOSED's C^T = W A^T, or C = A B as given, on Hopper: see
         # K_MAJOR_FMA_MIN_N and K_MAJOR_AS_GIVEN_MIN_MN.
         _simt_tma.split_matmul(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,

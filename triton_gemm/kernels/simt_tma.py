@@ -90,9 +90,6 @@ WAVE_FILL = 0.9
 # 256x64 above and takes products of 128 rows whole (C = A B as given, 128x128x65536 in 128
 # slices of 512: 57.3 us against 99.8 on 256x64, half its rows idle; H200, graph time).
 K_MAJOR_TILES = ((256, 64, 4, 3), (256, 128, 4, 3), (128, 128, 2, 3))
-# An M-major A's tile for split_matmul (the module's tile, WM unused): its plans weigh
-# slice counts alone.
-M_MAJOR_SPLIT_TILES = ((BM, BN, 2, STAGES),)
 # k_major_plan's cost of a slice an output element: its partial's 8 bytes (written, then
 # read by the reduce) at ~2.5 TB/s, in one SM's FMAs over that time (~0.75 x 128 a cycle
 # at ~1.7 GHz: the rate the probe's 256x64 tiles ran).
@@ -308,56 +305,36 @@ def supports_k_major(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> boo
     """Whether fp32 a (M, K) row-major (K-major), b (K, N) row-major and a fp32 out (M, N)
     can run on split_matmul: a and b as TMA reads them, on a Hopper GPU, outside the
     interpreter, the partials' element offsets within int32 (computed so)."""
-    return _split_ok(a, b, out) and a.stride(1) == 1 and _tma_ok(a, a.stride(0))
-
-
-def supports_split(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """supports_k_major(), or the same for an M-major a (column-major: its transpose
-    row-major as TMA reads it), which split_matmul runs on the M-major tile."""
-    return supports_k_major(a, b, out) or (_split_ok(a, b, out) and a.stride(0) == 1
-                                           and _tma_ok(a.T, a.stride(1)))
-
-
-def _split_ok(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """split_matmul's terms but A's layout: fp32, 2-D, b row-major as TMA reads it, on a
-    Hopper GPU, outside the interpreter, the partials' offsets within int32."""
     if INTERPRETER or not (a.dtype == b.dtype == out.dtype == torch.float32):
         return False
     if a.dim() != 2 or b.dim() != 2 or out.dim() != 2 or min(a.shape + b.shape) == 0:
         return False
     if out.shape[0] * out.shape[1] * min(cdiv(a.shape[1], BK), K_MAJOR_MAX_SPLIT) >= 2**31:
-        return False  # the partials' offsets (the plans' slices: at most one a K step)
-    return b.stride(1) == 1 and hopper(a.device) and _tma_ok(b, b.stride(0))
+        return False  # the partials' offsets (k_major_plan's slices: at most one a K step)
+    return (a.stride(1) == 1 and b.stride(1) == 1 and hopper(a.device)
+            and _tma_ok(a, a.stride(0)) and _tma_ok(b, b.stride(0)))
 
 
 def split_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                  d: torch.Tensor | None = None, *, alpha: float = 1.0, beta: float = 0.0,
                  activation: int = 0, sms: int) -> torch.Tensor:
-    """out = act(alpha * a @ b + beta * d) in fp32 FMA for operands supports_split()
-    accepts, any strides of out and d: K slices' partials (k_major_plan over sms SMs: the
-    K-major tiles for a K-major a, else M_MAJOR_SPLIT_TILES) stored in out's memory order,
-    then splitk.reduce sums them in one fixed order (bitwise reproducible) with the
-    epilogue. Returns out."""
+    """out = act(alpha * a @ b + beta * d) in fp32 FMA for a K-major a (M, K) and operands
+    supports_k_major() accepts, any strides of out and d: K slices' partials (k_major_plan
+    over sms SMs) stored in out's memory order, then splitk.reduce sums them in one fixed
+    order (bitwise reproducible) with the epilogue. Returns out."""
     m, n, k = out.shape[0], out.shape[1], a.shape[1]
-    k_major = supports_k_major(a, b, out)
-    bm, bn, wm, stages, split, k_slice = (
-        k_major_plan(m, n, k, sms) if k_major
-        else _k_major_plan(m, n, k, sms, M_MAJOR_SPLIT_TILES, K_MAJOR_MAX_SPLIT,
-                           K_MAJOR_MIN_SLICE))
+    bm, bn, wm, stages, split, k_slice = k_major_plan(m, n, k, sms)
     store_t = out.stride(0) == 1 and out.stride(1) != 1  # C^T of a row-major C
     work = workspace((split, n, m) if store_t else (split, m, n), torch.float32, a.device)
-    a_desc = (TensorDescriptor(a, list(a.shape), list(a.stride()), [bm, BK],
-                               gl.NVMMASharedLayout(128, 32, rank=2))
-              if k_major else _descriptor(a.T, [BK, bm]))
-    args = (a_desc, _descriptor(b, [BK, bn]), work, m, n, k, k_slice, m if store_t else n,
-            m * n)
+    swizzled = gl.NVMMASharedLayout(128, 32, rank=2)
+    args = (TensorDescriptor(a, list(a.shape), list(a.stride()), [bm, BK], swizzled),
+            _descriptor(b, [BK, bn]), work, m, n, k, k_slice, m if store_t else n, m * n)
     constexprs = {"BM": bm, "BN": bn, "BK": BK, "STAGES": stages, "GROUP_M": GROUP_M,
-                  "LOADER_REGS": LOADER_REGS, "A_K_MAJOR": k_major, "WM": wm,
+                  "LOADER_REGS": LOADER_REGS, "A_K_MAJOR": True, "WM": wm,
                   "STORE_T": store_t, "num_warps": WARPS, "maxnreg": max_registers(WARPS)}
     run_kernel(_simt_tma_kernel, (split * cdiv(m, bm) * cdiv(n, bn),), args, constexprs)
-    record(triton.Config({"SIMT_TMA": True, "A_K_MAJOR": k_major, "BM": bm, "BN": bn,
-                          "BK": BK, "SPLIT": split}, num_warps=WARPS, num_stages=stages),
-           "simt")
+    record(triton.Config({"SIMT_TMA": True, "A_K_MAJOR": True, "BM": bm, "BN": bn, "BK": BK,
+                          "SPLIT": split}, num_warps=WARPS, num_stages=stages), "simt")
     if store_t:
         return reduce(work, split, out.T, None if d is None else d.T, alpha=alpha,
                       beta=beta, activation=activation).T
