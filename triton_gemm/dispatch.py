@@ -65,7 +65,7 @@ weight, and huge-K products with small M and N, where tiles alone leave SMs idle
 operands off 16-byte runs load narrower, on the kernel's narrow tiles (huge-K outputs up to
 SPLITK_AS_GIVEN_MAX_MN; larger ones pad them; on Hopper, ieee ones of a row-major A and B
 large enough (K_MAJOR_AS_GIVEN_MIN_MN, K_MAJOR_AS_GIVEN_MIN_MNK) on kernels/simt_tma.py's
-K-major path, as are mid-size ones of K_MAJOR_MID_MIN_K and more). Skinny products
+K-major path). Skinny products
 against a wide K-major weight (or an aligned row-major one, 16-bit and tf32; or a 16-bit
 row-major one in 16-byte runs, TRANSPOSED_RUNS_MAX_M) run
 transposed instead (C^T = B^T A^T, TRANSPOSED): the plain kernel's thin tiles stream the
@@ -327,21 +327,12 @@ K_MAJOR_FMA_MIN_N = 64
 # 128x128x8192 17.0 / 21.8 (18.4), 128x128x4096 15.6 / 21.0 (15.1). Fewer rows or columns
 # waste most of a 128-wide tile; 64x64x65536 stays on split-K (1.31x cuBLAS, the report).
 # The same probe on the H100: 256x256x32768 111.6 / 101.8 (98.0), 128x128x65536 64.3 / 57.6
-# (66.8), 512x512x4096 58.9 / 56.2 (57.3). An M-major A (tn, a weight gradient's X^T)
-# stays on split-K too: the M-major tile in K slices (a probe, not kept, H100, graph time,
-# us, split-K / sliced (cuBLAS)) ran
+# (66.8), 512x512x4096 58.9 / 56.2 (57.3). An M-major A (tn, a weight gradient's X^T) stays on split-K too: the M-major tile in K
+# slices (a probe, not kept, H100, graph time, us, split-K / sliced (cuBLAS)) ran
 # 512x512x16384 189.7 / 192.6 (176.3), 256x256x32768 104.4 / 105.7 (97.4), 128x128x65536
 # 64.5 / 102.8 (61.5), 512x512x4096 56.2 / 61.5 (56.5).
 K_MAJOR_AS_GIVEN_MIN_MN = 128
 K_MAJOR_AS_GIVEN_MIN_MNK = 1 << 29
-# So do plain (uncopied) ieee products of that kind too large for split-K, too small for
-# simt_tma's M-major tile (fewer than SIMT_TMA_MIN rows or columns), from this K: they ran on
-# the plain kernel's SIMT tiles. perf/simt_gluon_probe.py --as-given --graph, H100, two
-# interleaved rounds, us, plain kernel / K-major path (cuBLAS SGEMM): 768x768x16384 857.3 /
-# 417.9 (390.4), 1024x1024x16384 862.2 / 724.8 (664.7), 1024x1024x8192 433.0 / 367.7
-# (364.4), 1024x2048x8192 799.8 / 724.4 (727.7), 1536x1536x8192 1023.8 / 862.0 (818.2);
-# 2048^3 (simt_tma's M-major tile, A copied) 376.3 / 377.5 (344.0). Shorter K not measured.
-K_MAJOR_MID_MIN_K = 8192
 # 16-bit skinny products of up to TRANSPOSED_RUNS_MAX_M rows against a row-major weight of
 # at least THIN_MIN_N columns whose rows are whole 16-byte runs but not ALIGN elements (fp16
 # 4104) run transposed too, the plain kernel loading the M-major weight 16 bytes wide under
@@ -1011,15 +1002,13 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
         _gemv.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                         activation=activation)
         return
-    as_given = (not p.copies and a.shape[0] == 1
-                and (p.split_k or a.shape[2] >= K_MAJOR_MID_MIN_K)
-                and min(out.shape[1], n) >= K_MAJOR_AS_GIVEN_MIN_MN
-                and out.shape[1] * n * a.shape[2] >= K_MAJOR_AS_GIVEN_MIN_MNK)
-    if (precision == "ieee" and lo is None
-            and (p.split_k and p.b_n_major and n >= K_MAJOR_FMA_MIN_N or as_given)
+    if (p.split_k and precision == "ieee" and lo is None
+            and (n >= K_MAJOR_FMA_MIN_N if p.b_n_major
+                 else not p.copies and min(out.shape[1], n) >= K_MAJOR_AS_GIVEN_MIN_MN
+                 and out.shape[1] * n * a.shape[2] >= K_MAJOR_AS_GIVEN_MIN_MNK)
             and _simt_tma.supports_k_major(a[0], b[0, :, :n], out[0])):
         # FMA_TRANSPOSED's C^T = W A^T, or C = A B as given, on Hopper: see
-        # K_MAJOR_FMA_MIN_N, K_MAJOR_AS_GIVEN_MIN_MN and K_MAJOR_MID_MIN_K.
+        # K_MAJOR_FMA_MIN_N and K_MAJOR_AS_GIVEN_MIN_MN.
         _simt_tma.split_matmul(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                                activation=activation, sms=_persistent.gpu_sms(a.device)[0])
         return
