@@ -130,7 +130,8 @@ def k_major(shapes, tiles, rounds: int, graph: bool) -> None:
 def as_given(shapes, tiles, max_split, rounds: int, graph: bool) -> None:
     """The --as-given probe: a @ b, both row-major, on split_matmul at each tile (planned by
     k_major_plan up to max_split slices), beside cuBLAS SGEMM, the library's ieee product
-    (its own plan) and the split-K kernel's plan (before the K-major path took these)."""
+    (its own plan) and the plan without the as-given K-major path ("split-K": the split-K
+    kernel, or the plain one for products too large for it)."""
     timer = bench.cold_graph_ms if graph else functools.partial(bench.gpu_median_ms, rep_ms=60)
     for shape in shapes:
         m, n, k = (int(v) for v in shape.split(","))
@@ -143,7 +144,7 @@ def as_given(shapes, tiles, max_split, rounds: int, graph: bool) -> None:
                "library": lambda a=a, b=b: triton_gemm.matmul(a, b, precision="ieee")}
 
         def split_k(a=a, b=b, out=out):
-            # The split-K kernel's plan (before the K-major path), planned each call as above.
+            # The plan without the as-given K-major path, planned each call as above.
             with constants(dispatch, K_MAJOR_AS_GIVEN_MIN_MN=1 << 62):
                 return dispatch.run(a[None], b[None], out[None], precision="ieee")
         fns["split-K"] = split_k
