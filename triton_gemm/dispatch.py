@@ -327,10 +327,10 @@ K_MAJOR_FMA_MIN_N = 64
 # 128x128x8192 17.0 / 21.8 (18.4), 128x128x4096 15.6 / 21.0 (15.1). Fewer rows or columns
 # waste most of a 128-wide tile; 64x64x65536 stays on split-K (1.31x cuBLAS, the report).
 # The same probe on the H100: 256x256x32768 111.6 / 101.8 (98.0), 128x128x65536 64.3 / 57.6
-# (66.8), 512x512x4096 58.9 / 56.2 (57.3). An M-major A (tn, a weight gradient's X^T) stays on split-K too: the M-major tile in K
-# slices (a probe, not kept, H100, graph time, us, split-K / sliced (cuBLAS)) ran
-# 512x512x16384 189.7 / 192.6 (176.3), 256x256x32768 104.4 / 105.7 (97.4), 128x128x65536
-# 64.5 / 102.8 (61.5), 512x512x4096 56.2 / 61.5 (56.5).
+# (66.8), 512x512x4096 58.9 / 56.2 (57.3). An M-major A (tn, a weight gradient's X^T)
+# stays on split-K too: the M-major tile in K slices (a probe, not kept, H100, graph time,
+# us, split-K / sliced (cuBLAS)) ran 512x512x16384 189.7 / 192.6 (176.3), 256x256x32768
+# 104.4 / 105.7 (97.4), 128x128x65536 64.5 / 102.8 (61.5), 512x512x4096 56.2 / 61.5 (56.5).
 K_MAJOR_AS_GIVEN_MIN_MN = 128
 K_MAJOR_AS_GIVEN_MIN_MNK = 1 << 29
 # 16-bit skinny products of up to TRANSPOSED_RUNS_MAX_M rows against a row-major weight of

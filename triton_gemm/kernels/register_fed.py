@@ -545,11 +545,11 @@ def _as_cluster(compiled, ctas: int, out_elem: int = 4) -> None:
 
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
               ctas: int | None = None) -> torch.Tensor:
-    """out = a @ b (fp32 operands in tf32) for operands supports() accepts; sms: the GPU's SM count (the
-    grid as the persistent kernel's: persistent.programs); ctas: CTAs a cluster, sharing Y's
-    tiles by TMA multicast (1, 2 or 4; default CLUSTER_CTAS from CLUSTER_MIN_MNK on, else
-    1; 1 once the cluster kernel turned out unable to run, ClusterUnavailable). Returns
-    out."""
+    """out = a @ b (fp32 operands in tf32) for operands supports() accepts; sms: the GPU's
+    SM count (the grid as the persistent kernel's: persistent.programs); ctas: CTAs a
+    cluster, sharing Y's tiles by TMA multicast (1, 2 or 4; default CLUSTER_CTAS from
+    CLUSTER_MIN_MNK on, else 1; 1 once the cluster kernel turned out unable to run,
+    ClusterUnavailable). Returns out."""
     x, y, out_t, x_smem = _operands(a, b)
     p, q = x.shape[0 if x_smem else 1], y.shape[0]
     if ctas is None:

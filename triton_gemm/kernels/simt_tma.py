@@ -30,15 +30,14 @@ K-major path where A is a linear layer's weight and the product skinny (C^T = W 
 few rows copied as B), and where a row-major A and B meet over a long K with few output
 tiles (C = A B as given, no copy): in K slices of one wave, their partials summed by
 splitk.reduce with the epilogue (dispatch.K_MAJOR_FMA_MIN_N and K_MAJOR_AS_GIVEN_MIN_MN have
-the figures). There it runs ~73% of
-the FMA peak: Nsight Compute (H100, C^T 4096x128x11008 on 256x64 tiles, 1.59 GHz) put
-compute throughput at 76.7%, no eligible warp in 20% of cycles, and of the 3.75 cycles a
-warp waited per instruction 0.97 on the CTA barrier before each slot's release. Not kept:
-releasing slots a warp at a time (an mbarrier counting the eight warps, each warp's first
-lane arriving by PTX at the barrier's shared memory offset, no CTA barrier left in the
-loop) moved the path by 0.3-0.7% (graph time, three interleaved rounds, us, per-warp /
-CTA barrier: 4096x128x11008 261.6 / 262.9, 8192x64x8192 195.1 / 195.9, 4096x128x4096
-107.0 / 107.7): the warps then wait elsewhere (forty-second session).
+the figures). There it runs ~73% of the FMA peak: Nsight Compute (H100, C^T 4096x128x11008
+on 256x64 tiles, 1.59 GHz) put compute throughput at 76.7%, no eligible warp in 20% of
+cycles, and of the 3.75 cycles a warp waited per instruction 0.97 on the CTA barrier before
+each slot's release. Not kept: releasing slots a warp at a time (an mbarrier counting the
+eight warps, each warp's first lane arriving by PTX at the barrier's shared memory offset,
+no CTA barrier left in the loop) moved the path by 0.3-0.7% (graph time, three interleaved
+rounds, us, per-warp / CTA barrier: 4096x128x11008 261.6 / 262.9, 8192x64x8192 195.1 /
+195.9, 4096x128x4096 107.0 / 107.7): the warps then wait elsewhere (forty-second session).
 
 Hopper only (TMA, setmaxnreg); no interpreter. No epilogue in the kernel: matmul_2d computes
 out = A B; split_matmul's reduce applies one.
@@ -310,7 +309,8 @@ def supports_k_major(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> boo
     if a.dim() != 2 or b.dim() != 2 or out.dim() != 2 or min(a.shape + b.shape) == 0:
         return False
     if out.shape[0] * out.shape[1] * min(cdiv(a.shape[1], BK), K_MAJOR_MAX_SPLIT) >= 2**31:
-        return False  # the partials' offsets (k_major_plan's slices: at most one a K step)
+        return False  # the partials' offsets: a bound on k_major_plan's slices, which it
+        # cuts no finer than a K step and no more than K_MAJOR_MAX_SPLIT (often fewer)
     return (a.stride(1) == 1 and b.stride(1) == 1 and hopper(a.device)
             and _tma_ok(a, a.stride(0)) and _tma_ok(b, b.stride(0)))
 
