@@ -47,6 +47,10 @@ SUITES = {
     # 65535: rows of A off 16 bytes, run as given (dispatch.SPLITK_AS_GIVEN_MAX_MN).
     "splitk": (Case(128, 128, 65536), Case(64, 64, 65536), Case(256, 256, 32768),
                Case(128, 128, 16384), Case(128, 128, 65535)),
+    # Mid-size outputs (a few waves of tiles or fewer) over a long K: too large for split-K,
+    # too small for the tiles that feed Hopper best (dispatch.K_MAJOR_MID_MIN_K).
+    "mid": (Case(768, 768, 4096), Case(1024, 1024, 2048), Case(1024, 1024, 8192),
+            Case(1536, 1536, 4096), Case(1024, 4096, 4096), Case(4096, 256, 8192)),
 }
 
 # --quick: a few shapes that still show the ladder, every precision, and an odd size.

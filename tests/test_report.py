@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perf import bench, suites, tables  # noqa: E402
+from triton_gemm import dispatch  # noqa: E402
 
 
 def test_suites():
@@ -25,6 +26,13 @@ def test_suites():
     assert all(1 <= c.m <= 64 for c in suites.SUITES["skinny"])
     assert all(c.k >= 16384 and c.m <= 256 for c in suites.SUITES["splitk"])
     assert suites.Case(4097, 4097, 4097) in suites.SUITES["odd"]
+    # The mid suite's products are the ones dispatch.K_MAJOR_MID_MIN_K is about: ieee plans
+    # that copy nothing and are not split-K.
+    for c in suites.SUITES["mid"]:
+        a, b = torch.empty(1, c.m, c.k), torch.empty(1, c.k, c.n)
+        p = dispatch.plan(a, b, "ieee", 132)
+        assert c.layout == "nn" and c.k >= dispatch.K_MAJOR_MID_MIN_K, c
+        assert not (p.copies or p.split_k or p.persistent), (c, p)
     both = suites.cases(["square", "square", "odd"])
     assert len(both) == len(set(both)) == 13
     with pytest.raises(ValueError, match="unknown suite 'huge'"):

@@ -290,6 +290,29 @@ def test_long_k_products_as_given_take_the_k_major_path(m, n, k):
 
 
 @gpu_only
+def test_mid_size_long_k_products_take_the_k_major_path():
+    """ieee products of a row-major A and B too large for split-K and too small for the
+    M-major tile, K from K_MAJOR_MID_MIN_K, run on the K-major path (epilogue included);
+    half that K stays on the plain kernel; NaN-poisoned out."""
+    if not _hopper():
+        pytest.skip("kernels/simt_tma.py needs Hopper (sm_90)")
+    # Half the K falls short of K_MAJOR_MID_MIN_K only: m * n * k / 2 >= 2^29 still.
+    m, n, k = 1024, 640, dispatch.K_MAJOR_MID_MIN_K
+    assert m * n * k // 2 >= dispatch.K_MAJOR_AS_GIVEN_MIN_MNK
+    a, b, bias = randn(m, k), randn(k, n), randn(n)
+    assert not dispatch.plan(a[None], b[None], "ieee", 132).copies
+    out = torch.full((m, n), float("nan"), device=a.device)
+    triton_gemm.addmm(bias, a, b, beta=0.5, alpha=2.0, precision="ieee", out=out)
+    assert last_config().startswith("stk_"), last_config()
+    assert_close(out, 2.0 * (a.double() @ b.double()) + 0.5 * bias.double(), torch.float32,
+                 "ieee", f"addmm {m}x{n}x{k}", operands=(a, b))
+    half = triton_gemm.matmul(a[:, :k // 2], b[:k // 2], precision="ieee")
+    assert last_config().startswith("s_"), last_config()
+    assert_close(half, a[:, :k // 2].double() @ b[:k // 2].double(), torch.float32, "ieee",
+                 "half the K on the plain kernel", operands=(a, b))
+
+
+@gpu_only
 @pytest.mark.parametrize("m", [dispatch.K_MAJOR_FMA_MIN_N, 100, dispatch.FMA_TRANSPOSED_MAX_M])
 def test_linear_products_take_the_k_major_path(m):
     """ieee products against a K-major weight (linear's) of K_MAJOR_FMA_MIN_N ..

@@ -65,7 +65,7 @@ weight, and huge-K products with small M and N, where tiles alone leave SMs idle
 operands off 16-byte runs load narrower, on the kernel's narrow tiles (huge-K outputs up to
 SPLITK_AS_GIVEN_MAX_MN; larger ones pad them; on Hopper, ieee ones of a row-major A and B
 large enough (K_MAJOR_AS_GIVEN_MIN_MN, K_MAJOR_AS_GIVEN_MIN_MNK) on kernels/simt_tma.py's
-K-major path). Skinny products
+K-major path, as are mid-size ones of K_MAJOR_MID_MIN_K and more). Skinny products
 against a wide K-major weight (or an aligned row-major one, 16-bit and tf32; or a 16-bit
 row-major one in 16-byte runs, TRANSPOSED_RUNS_MAX_M) run
 transposed instead (C^T = B^T A^T, TRANSPOSED): the plain kernel's thin tiles stream the
@@ -333,6 +333,20 @@ K_MAJOR_FMA_MIN_N = 64
 # 104.4 / 105.7 (97.4), 128x128x65536 64.5 / 102.8 (61.5), 512x512x4096 56.2 / 61.5 (56.5).
 K_MAJOR_AS_GIVEN_MIN_MN = 128
 K_MAJOR_AS_GIVEN_MIN_MNK = 1 << 29
+# So do plain (uncopied) ieee products of that kind too large for split-K, too small for
+# simt_tma's M-major tile (fewer than FMA_STAGE_A_MIN rows or columns: A is not copied), from
+# this K: they ran on the plain kernel's SIMT tiles. perf/simt_gluon_probe.py --as-given
+# --graph, H100, two rounds, us, plain kernel / K-major path (cuBLAS SGEMM): K 16384:
+# 768x768 857.3 / 417.9 (390.4), 1024x1024 862.2 / 724.8 (664.7); K 8192: 1024x1024 433.0 /
+# 367.7 (364.4), 1024x2048 799.8 / 724.4 (727.7), 1536x1536 1023.8 / 862.0 (818.2), 4096x256
+# 433.7 / 368.3 (348.2); K 4096: 768x768 220.0 / 122.2 (116.5), 1024x1024 220.8 / 190.2
+# (183.2), 1536x1536 518.9 / 466.6 (397.4), 4096x1024 798.9 / 732.4 (671.6), 8192x512 801.5 /
+# 733.8 (678.4); K 2048: 1024x1024 114.0 / 101.4 (101.1), 1536x1536 262.0 / 256.5 (248.6),
+# 512x512 35.1 / 34.9 (38.0). Shorter K is mixed: K 1024 1024x1024 60.7 / 56.9 (63.6),
+# 768x768 60.3 / 42.0 (44.3), but 1000x1000 61.6 / 68.4 (62.1), 1536x1536 135.3 / 146.3
+# (129.0); K 512 1024x1024 34.0 / 34.6 (33.5). 2048^3 (the M-major tile, A copied) 376.3 /
+# 377.5 (344.0) stays there.
+K_MAJOR_MID_MIN_K = 2048
 # 16-bit skinny products of up to TRANSPOSED_RUNS_MAX_M rows against a row-major weight of
 # at least THIN_MIN_N columns whose rows are whole 16-byte runs but not ALIGN elements (fp16
 # 4104) run transposed too, the plain kernel loading the M-major weight 16 bytes wide under
@@ -995,20 +1009,22 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
     split_tf32 plan; trigger: the persistent kernel lets the next launch start beside it
     (STRIP_BESIDE)."""
     n = out.shape[2]
-    # The single-product kernels take 2-D operands: D broadcast to the one output matrix.
-    d2 = (None if d is None or not (p.split_k or p.persistent or p.gemv)
-          else d.expand(out.shape)[0])
+    # The single-product kernels take 2-D operands: D broadcast to the one output matrix (a
+    # view; any plan may run on one, PLAIN ones on the K-major path included).
+    d2 = None if d is None else d.expand(out.shape)[0]
     if p.gemv and _gemv.supports(a[0], b[0, :, :n], out[0], d2):
         _gemv.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                         activation=activation)
         return
-    if (p.split_k and precision == "ieee" and lo is None
-            and (n >= K_MAJOR_FMA_MIN_N if p.b_n_major
-                 else not p.copies and min(out.shape[1], n) >= K_MAJOR_AS_GIVEN_MIN_MN
-                 and out.shape[1] * n * a.shape[2] >= K_MAJOR_AS_GIVEN_MIN_MNK)
+    as_given = (not p.copies and a.shape[0] == 1
+                and (p.split_k or a.shape[2] >= K_MAJOR_MID_MIN_K)
+                and min(out.shape[1], n) >= K_MAJOR_AS_GIVEN_MIN_MN
+                and out.shape[1] * n * a.shape[2] >= K_MAJOR_AS_GIVEN_MIN_MNK)
+    if (precision == "ieee" and lo is None
+            and (p.split_k and p.b_n_major and n >= K_MAJOR_FMA_MIN_N or as_given)
             and _simt_tma.supports_k_major(a[0], b[0, :, :n], out[0])):
         # FMA_TRANSPOSED's C^T = W A^T, or C = A B as given, on Hopper: see
-        # K_MAJOR_FMA_MIN_N and K_MAJOR_AS_GIVEN_MIN_MN.
+        # K_MAJOR_FMA_MIN_N, K_MAJOR_AS_GIVEN_MIN_MN and K_MAJOR_MID_MIN_K.
         _simt_tma.split_matmul(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                                activation=activation, sms=_persistent.gpu_sms(a.device)[0])
         return
