@@ -1,0 +1,121 @@
+"""kernels/sliced.py: 16-bit products in K slices of 128x128 TMA tiles, summed by
+splitk.reduce. The kernel in every operand layout with an epilogue (the interpreter on a
+small tile, the GPU on the module's), the slice rule, which plans dispatch makes for it,
+and the library's calls that run there (GPU)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import INTERPRETED, gpu_only, randn, requires_kernels
+import triton_gemm
+from triton_gemm import dispatch, last_config
+from triton_gemm.kernels import sliced
+from triton_gemm.tolerances import assert_close
+
+
+@pytest.fixture
+def tile(monkeypatch):
+    """(BM, BN, BK) the kernel runs: under the interpreter a 32x32x16 tile and slices of 48
+    or more (its logic at a size the interpreter runs in seconds), else the module's."""
+    if INTERPRETED:
+        for name, value in (("BM", 32), ("BN", 32), ("BK", 16), ("MIN_SLICE_K", 48)):
+            monkeypatch.setattr(sliced, name, value)
+    return sliced.BM, sliced.BN, sliced.BK
+
+
+def _stored(t: torch.Tensor, transposed: bool) -> torch.Tensor:
+    """t as is, or the same matrix stored the other way (the transpose of a contiguous one)."""
+    return t.t().contiguous().t() if transposed else t
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("a_m_major", [False, True], ids=["a_row", "a_col"])
+@pytest.mark.parametrize("b_k_major", [False, True], ids=["b_row", "b_col"])
+@pytest.mark.parametrize("split", [1, 2, 3])
+def test_sliced_product_in_every_layout(tile, dtype, a_m_major, b_k_major, split):
+    """act(alpha * A B + beta * bias) on a NaN-poisoned out: rows and columns past whole
+    tiles, K in `split` slices (a wave of that many per tile), its last K step partial."""
+    bm, bn, bk = tile
+    m, n = 2 * bm + 8, bn + 24  # 3 x 2 tiles
+    k = split * sliced.MIN_SLICE_K + bk // 2 + 8
+    sms = 6 * split
+    assert sliced.slices(m, n, k, sms) == split
+    a = _stored(randn(m, k, dtype=dtype), a_m_major)
+    b = _stored(randn(k, n, dtype=dtype), b_k_major)
+    bias = randn(n, dtype=dtype)
+    assert sliced.supports(a, b, a.new_empty(m, n))
+    out = torch.full((m, n), float("nan"), dtype=dtype, device=a.device)
+    sliced.matmul_2d(a, b, out, bias, alpha=0.5, beta=2.0, activation=1, sms=sms)
+    assert last_config() == f"ks_{bm}x{bn}x{bk}_s{split}"
+    ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * bias.double())
+    assert_close(out, ref, dtype, what=f"sliced {m}x{n}x{k} in {split}", operands=(a, b))
+
+
+def test_slices_fill_one_wave_no_shallower_than_min_slice_k():
+    """One wave of 132 SMs of 128x128 tiles and K slices, none shallower than MIN_SLICE_K."""
+    assert sliced.slices(1024, 1024, 8192, 132) == 2  # 64 tiles
+    assert sliced.slices(768, 768, 4096, 132) == 3  # 36 tiles, slices of 1365
+    assert sliced.slices(768, 768, 2 * sliced.MIN_SLICE_K, 132) == 2
+    assert sliced.slices(1024, 1024, 2048, 132) == 1  # slices of 1024: too shallow
+    assert sliced.slices(1536, 1536, 8192, 132) == 1  # 144 tiles: more than a wave
+    assert sliced.slices(128, 128, 65536, 132) == 51
+
+
+def test_sliced_refuses_what_it_cannot_read():
+    """fp32 operands, mixed dtypes and rows off 16 bytes stay off the kernel."""
+    a = torch.empty(64, 64, dtype=torch.float16)
+    assert not sliced.supports(a.float(), a.float(), a.float())
+    assert not sliced.supports(a, a.bfloat16(), a)
+    odd = torch.empty(64, 65, dtype=torch.float16)[:, :63]  # rows of 130 bytes
+    assert not sliced.supports(odd, torch.empty(63, 64, dtype=torch.float16), a)
+    assert not sliced.supports(a[:, ::2], a[::2], a[:, :32])  # no unit stride
+
+
+def _plan(m, n, k, dtype=torch.float16, b_k_major=False, batch=1):
+    a = torch.empty(batch, m, k, dtype=dtype)
+    b = (torch.empty(batch, n, k, dtype=dtype).transpose(1, 2) if b_k_major
+         else torch.empty(batch, k, n, dtype=dtype))
+    return dispatch.plan(a, b, "half", 132)
+
+
+def test_16_bit_products_of_few_tiles_over_a_long_k_plan_the_sliced_kernel(monkeypatch):
+    """Fewer 128x128 tiles than SMs, not mid-M, two or more slices in a wave: SLICED_PLAN;
+    shallower K, a wave of tiles, mid-M weights, split-K sizes and batches keep theirs."""
+    for m, n, k, b_k_major in ((1024, 1024, 8192, False), (1024, 1024, 8192, True),
+                               (768, 768, 4096, False), (4096, 256, 8192, False)):
+        assert _plan(m, n, k, b_k_major=b_k_major) == dispatch.SLICED_PLAN, (m, n, k)
+    assert _plan(1024, 1024, 8192, torch.bfloat16) == dispatch.SLICED_PLAN
+    assert not _plan(1024, 1024, 2048).sliced
+    assert _plan(1536, 1536, 4096).persistent  # 144 tiles
+    assert _plan(128, 4096, 11008, b_k_major=True).persistent  # mid-M weight
+    assert _plan(256, 256, 32768).split_k
+    assert not _plan(1024, 1024, 8192, batch=2).sliced
+    monkeypatch.setattr(dispatch, "SLICED", False)
+    assert not _plan(1024, 1024, 8192).sliced
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_library_calls_of_few_tiles_over_a_long_k_run_sliced(dtype):
+    """matmul, linear (bias and activation) and addmm (out=) of mid-size products take the
+    sliced kernel on Hopper and match float64; NaN-poisoned outputs."""
+    if not sliced.hopper(torch.device("cuda")):
+        pytest.skip("kernels/sliced.py needs Hopper (sm_90)")
+    a, b = randn(1024, 8192, dtype=dtype), randn(8192, 1024, dtype=dtype)
+    out = triton_gemm.matmul(a, b)
+    assert last_config().startswith("ks_"), last_config()
+    assert_close(out, a.double() @ b.double(), dtype, what="matmul", operands=(a, b))
+    x, w, bias = randn(768, 4096, dtype=dtype), randn(768, 4096, dtype=dtype), randn(768, dtype=dtype)
+    y = triton_gemm.linear(x, w, bias, activation="gelu")
+    assert last_config() == "ks_128x128x64_s3", last_config()
+    ref = F.gelu(x.double() @ w.double().T + bias.double())
+    assert_close(y, ref, dtype, what="linear", operands=(x, w.T))
+    c = torch.full((4096, 256), float("nan"), dtype=dtype, device=a.device)
+    d = randn(4096, 256, dtype=dtype)
+    a2, b2 = randn(4096, 8192, dtype=dtype), randn(8192, 256, dtype=dtype)
+    triton_gemm.addmm(d, a2, b2, beta=0.5, alpha=2.0, out=c)
+    assert last_config().startswith("ks_"), last_config()
+    assert_close(c, 2.0 * (a2.double() @ b2.double()) + 0.5 * d.double(), dtype,
+                 what="addmm", operands=(a2, b2))
