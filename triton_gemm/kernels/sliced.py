@@ -2,20 +2,26 @@
 
 Each program takes one 128x128 tile and one slice of K: its operands by host TMA
 descriptors (any of the four layouts, as kernels/persistent.py reads them), its fp32 partial
-by TMA into a (slices, M, N) workspace; splitk.reduce then sums the slices in one fixed
-order (bitwise reproducible) with the epilogue. One wave: tiles x slices at most the SMs.
+into a (slices, M, N) workspace; splitk.reduce then sums the slices in one fixed order
+(bitwise reproducible) with the epilogue. One wave: tiles x slices at most the SMs.
 
 Why: a product of fewer tiles than SMs leaves SMs idle on the persistent kernel (1024x1024
 is 64 tiles of 128x128 on the H100's 132 SMs), and the plain kernel, which tunes to smaller
 tiles to fill them, re-reads its operands from L2 more often. perf/sliced_probe.py, H100,
 fp16 nn, CUDA-graph time after the L2 flush, three interleaved rounds, us, the library then
 (the plain kernel) / 128x128x64 4 warps 5 stages in 2 slices / (cuBLAS): 1024x1024x8192
-41.2 / 32.5 (29.1; the partials alone 29.3, so the reduce costs ~3 us); 4096x256x8192 51.6 /
+41.2 / 32.5 (29.1; the partials alone 29.3: the reduce costs ~3 us); 4096x256x8192 51.6 /
 39.6 (35.5); 768x768x4096 22.5 / 20.2, in 3 slices 18.7 (15.0). Not in slices shallower
 than MIN_SLICE_K: 1024x1024x2048 in 2 slices of 1024 15.3 / 17.1 (12.7). 128x256 and
 256x128 tiles (8 warps, 3 stages) ran 1024x1024x8192 in 2 slices at 50.5 and 53.0; 128x128
-with BK 128 (8 warps, 3 stages) 35.3; 4 stages 32.8, 3 stages 40.9; 128x64 and 64x128 in 2
-slices 45.7 and 41.5 (forty-fourth session).
+with BK 128 (8 warps, 3 stages) 35.3; 4 stages 32.8, 3 stages 40.9; 8 warps as 4; 128x64 and
+64x128 in 2 slices 45.7 and 41.5 (forty-fourth session; those runs stored the partials by
+TMA, the kept kernel by pointers, as fast: 32.0 against cuBLAS 32.3 in a later run).
+Not kept: the tile's last slice to arrive (an atomic count) summing the partials and
+storing C itself, no reduce launch: slower in the same run (us, fused / reduce, cuBLAS):
+1024x1024x8192 33.7 / 32.0 (32.3), 768x768x4096 in 3 slices 21.3 / 18.0 (15.3),
+4096x256x8192 39.1 / 38.1 (36.5): one finisher an SM reads every slice of its tile where
+the reduce spreads that over all SMs.
 """
 
 from __future__ import annotations
@@ -39,18 +45,18 @@ MIN_SLICE_K = 1280
 
 def slices(m: int, n: int, k: int, sms: int) -> int:
     """The K slices an (m, n, k) product runs in: as many as one wave of sms programs holds,
-    none shallower than MIN_SLICE_K; 1 (not worth slicing) or more."""
-    return max(min(sms // (cdiv(m, BM) * cdiv(n, BN)), k // MIN_SLICE_K), 1)
+    none shallower than MIN_SLICE_K; 1 (not worth slicing, or an empty output) or more."""
+    tiles = cdiv(m, BM) * cdiv(n, BN)
+    return max(min(sms // tiles, k // MIN_SLICE_K), 1) if tiles else 1
 
 
 @triton.jit
-def _sliced_kernel(a_desc, b_desc, w_desc, M, N, K_SLICE_STEPS,
+def _sliced_kernel(a_desc, b_desc, part_ptr, M, N, K_SLICE_STEPS,
                    A_M_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr,
                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                    GROUP_M: tl.constexpr, DEPENDENT: tl.constexpr):
-    """W[s] tile = A[:, slice s] @ B[slice s, :] for program (s, tile); steps past K read
-    zeros (TMA's bounds), so every slice runs K_SLICE_STEPS steps. W: (slices, M, N) fp32
-    through w_desc ([1, BM, BN] boxes: a tile past M or N is clipped within its plane)."""
+    """W[s] tile = A[:, slice s] @ B[slice s, :] for program (s, tile) of a (slices, M, N)
+    fp32 workspace W at part_ptr: K_SLICE_STEPS steps a slice (past K, TMA reads zeros)."""
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     num_pid_m = tl.cdiv(M, BM)
@@ -64,7 +70,10 @@ def _sliced_kernel(a_desc, b_desc, w_desc, M, N, K_SLICE_STEPS,
         a, b = load_step(a_desc, b_desc, off_m, off_n, s * K_SLICE_STEPS + ki, A_M_MAJOR,
                          B_K_MAJOR, UPCAST, BK)
         acc = tl.dot(a, b, acc)
-    w_desc.store([s, off_m, off_n], acc.reshape(1, BM, BN))
+    rows = off_m + tl.arange(0, BM)
+    cols = off_n + tl.arange(0, BN)
+    tl.store(part_ptr + s * M * N + rows[:, None] * N + cols[None, :], acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
 def _operand_ok(t: torch.Tensor) -> bool:
@@ -76,8 +85,8 @@ def _operand_ok(t: torch.Tensor) -> bool:
 
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
     """Whether fp16 or bf16 a (M, K) and b (K, N), each contiguous along either dimension
-    with 16-byte aligned rows and base, can run here into out (M, N, any strides, a 16-bit
-    or fp32 dtype): on Hopper (or the interpreter)."""
+    with 16-byte aligned rows and base, can run here into out (M, N, any strides): on
+    Hopper (or the interpreter)."""
     if a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype:
         return False
     if a.dim() != 2 or b.dim() != 2 or out.dim() != 2 or min(a.shape + b.shape) == 0:
@@ -90,22 +99,22 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
               d: torch.Tensor | None = None, *, alpha: float = 1.0, beta: float = 0.0,
               activation: int = 0, sms: int) -> torch.Tensor:
-    """out = act(alpha * a @ b + beta * d) for operands supports() accepts, in slices(...,
-    sms) K slices summed by splitk.reduce. Returns out."""
+    """out = act(alpha * a @ b + beta * d) for operands supports() accepts, d None or
+    broadcastable to out, in slices(..., sms) K slices summed by splitk.reduce. Returns
+    out."""
     m, k = a.shape
     n = b.shape[1]
     split = slices(m, n, k, sms)
     steps = cdiv(cdiv(k, split), BK)
     split = cdiv(k, steps * BK)  # every slice non-empty
-    work = workspace((split, m, n), torch.float32, a.device)
     a_m_major, b_k_major = _a_m_major(a), _b_k_major(b)
     a_desc = (TensorDescriptor(a.T, [k, m], [a.stride(1), 1], [BK, BM]) if a_m_major
               else TensorDescriptor(a, [m, k], [a.stride(0), 1], [BM, BK]))
     b_desc = (TensorDescriptor(b.T, [n, k], [b.stride(1), 1], [BN, BK]) if b_k_major
               else TensorDescriptor(b, [k, n], [b.stride(0), 1], [BK, BN]))
-    w_desc = TensorDescriptor(work, [split, m, n], [m * n, n, 1], [1, BM, BN])
+    work = workspace((split, m, n), torch.float32, a.device)
     run_kernel(_sliced_kernel, (cdiv(m, BM) * cdiv(n, BN) * split,),
-               (a_desc, b_desc, w_desc, m, n, steps),
+               (a_desc, b_desc, work, m, n, steps),
                {"A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
                 "UPCAST": INTERPRETER and a.dtype == torch.bfloat16, "BM": BM, "BN": BN,
                 "BK": BK, "GROUP_M": GROUP_M, "num_warps": WARPS, "num_stages": STAGES,
