@@ -76,8 +76,9 @@ on Hopper from K_MAJOR_FMA_MIN_N rows on kernels/simt_tma.py's K-major path). On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
 mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
-weight, on its small tiles; the rest, and
-every batched product, run on the plain tiled kernel (kernels/matmul.py).
+weight, on its small tiles; 16-bit single products of fewer tiles over a long K run in K
+slices of 128x128 TMA tiles (kernels/sliced.py, SLICED); the rest, and every batched
+product, run on the plain tiled kernel (kernels/matmul.py).
 """
 
 from __future__ import annotations
