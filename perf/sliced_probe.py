@@ -12,7 +12,6 @@ Each tile is first checked against float64 on a NaN-poisoned output. GPU (Hopper
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -25,7 +24,8 @@ if str(ROOT) not in sys.path:
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
 from perf.suites import Case  # noqa: E402
-from perf.tile_probe import constants, interleaved  # noqa: E402
+from perf.simt_gluon_probe import time_and_print  # noqa: E402
+from perf.tile_probe import constants  # noqa: E402
 from triton_gemm.kernels import sliced  # noqa: E402
 from triton_gemm.kernels.common import cdiv  # noqa: E402
 from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
@@ -73,13 +73,7 @@ def main(argv=None) -> int:
                 print(f"{spec} {tile}: WRONG (tolerance {tolerance(dtype):.1e})")
                 continue
             fns[str(tile)] = lambda out=out, tile=tile: run_tile(a, b, out, *tile)
-        times = interleaved(fns, bench.cold_graph_ms, args.rounds)
-        base = statistics.median(times["cublas"])
-        for name, ts in times.items():
-            us = statistics.median(ts) * 1e3
-            print(f"graph {spec} {name:28s} {us:8.1f} us [{min(ts) * 1e3:.1f}-"
-                  f"{max(ts) * 1e3:.1f}] {2 * m * n * k / us / 1e6:6.1f} TFLOPS "
-                  f"{base * 1e3 / us:5.3f}x", flush=True)
+        time_and_print(f"graph {spec}", fns, bench.cold_graph_ms, args.rounds, 2 * m * n * k)
     return 0
 
 

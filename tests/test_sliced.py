@@ -1,7 +1,13 @@
 """kernels/sliced.py: 16-bit products in K slices of 128x128 TMA tiles, summed by
 splitk.reduce. The kernel in every operand layout with an epilogue (the interpreter on a
-small tile, the GPU on the module's), the slice rule, which plans dispatch makes for it,
-and the library's calls that run there (GPU)."""
+small tile, the GPU on the module's), its sm_90a build (offline), the slice rule, which
+plans dispatch makes for it, and the library's calls that run there (GPU)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +18,48 @@ import triton_gemm
 from triton_gemm import dispatch, last_config
 from triton_gemm.kernels import sliced
 from triton_gemm.tolerances import assert_close
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_COMPILE = """
+import json, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, '.')
+from perf import sass_audit
+from triton_gemm.kernels import sliced as s
+dtype, a_m_major, b_k_major = json.loads(sys.argv[1])
+a_box = [s.BK, s.BM] if a_m_major else [s.BM, s.BK]
+b_box = [s.BN, s.BK] if b_k_major else [s.BK, s.BN]
+sig = {"a_desc": f"tensordesc<{dtype}{a_box}>", "b_desc": f"tensordesc<{dtype}{b_box}>",
+       "part_ptr": "*fp32", "M": "i32", "N": "i32", "K_SLICE_STEPS": "i32"}
+const = {"A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major, "UPCAST": False, "BM": s.BM,
+         "BN": s.BN, "BK": s.BK, "GROUP_M": s.GROUP_M, "DEPENDENT": True}
+kernel = sass_audit._compile(s._sliced_kernel, sig, const, ["part_ptr", "M", "N"], s.WARPS,
+                             s.STAGES)
+with tempfile.TemporaryDirectory() as tmp:
+    mma = sass_audit.mma_instructions(kernel.asm["cubin"], Path(tmp))
+    report = sass_audit.ptxas_report(kernel.asm["ptx"], Path(tmp), "sm_90a")
+print(json.dumps({"shared": kernel.metadata.shared, "mma": mma, **report}))
+"""
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("a_m_major", [False, True], ids=["a_row", "a_col"])
+@pytest.mark.parametrize("b_k_major", [False, True], ids=["b_row", "b_col"])
+def test_the_kernel_compiles_to_wgmma_without_spills(dtype, a_m_major, b_k_major):
+    """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off), every
+    operand layout: HGMMA (wgmma, not HMMA), no spills, the ring within the H100's shared
+    memory."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", _COMPILE,
+                           json.dumps([dtype, a_m_major, b_k_major])], cwd=ROOT, env=env,
+                          check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "HGMMA" in report["mma"] and "HMMA" not in report["mma"].replace("HGMMA", ""), report
+    assert report["spill_stores"] == 0 and report["spill_loads"] == 0, report
+    from perf import sass_audit
+    assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem, report
 
 
 @pytest.fixture
@@ -110,7 +158,8 @@ def test_library_calls_of_few_tiles_over_a_long_k_run_sliced(dtype):
     out = triton_gemm.matmul(a, b)
     assert last_config().startswith("ks_"), last_config()
     assert_close(out, a.double() @ b.double(), dtype, what="matmul", operands=(a, b))
-    x, w, bias = randn(768, 4096, dtype=dtype), randn(768, 4096, dtype=dtype), randn(768, dtype=dtype)
+    x, w = randn(768, 4096, dtype=dtype), randn(768, 4096, dtype=dtype)
+    bias = randn(768, dtype=dtype)
     y = triton_gemm.linear(x, w, bias, activation="gelu")
     assert last_config() == "ks_128x128x64_s3", last_config()
     ref = F.gelu(x.double() @ w.double().T + bias.double())

@@ -17,7 +17,8 @@ than MIN_SLICE_K: 1024x1024x2048 in 2 slices of 1024 15.3 / 17.1 (12.7). 128x256
 with BK 128 (8 warps, 3 stages) 35.3; 4 stages 32.8, 3 stages 40.9; 8 warps as 4; 128x64 and
 64x128 in 2 slices 45.7 and 41.5 (forty-fourth session; those runs stored the partials by
 TMA, the kept kernel by pointers, as fast: 32.0 against cuBLAS 32.3 in a later run).
-Not kept: the tile's last slice to arrive (an atomic count) summing the partials and
+On sm_90a (offline, tests) the loop is HGMMA.64x128x16, 154-160 registers, no spills, 164 KB
+of shared memory. Not kept: the tile's last slice to arrive (an atomic count) summing the partials and
 storing C itself, no reduce launch: slower in the same run (us, fused / reduce, cuBLAS):
 1024x1024x8192 33.7 / 32.0 (32.3), 768x768x4096 in 3 slices 21.3 / 18.0 (15.3),
 4096x256x8192 39.1 / 38.1 (36.5): one finisher an SM reads every slice of its tile where
