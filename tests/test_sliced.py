@@ -28,13 +28,17 @@ sys.path.insert(0, '.')
 from perf import sass_audit
 from triton_gemm.kernels import sliced as s
 dtype, a_m_major, b_k_major = json.loads(sys.argv[1])
-a_box = [s.BK, s.BM] if a_m_major else [s.BM, s.BK]
-b_box = [s.BN, s.BK] if b_k_major else [s.BK, s.BN]
+bk = s.BK // 2 if dtype == "fp32" else s.BK
+a_box = [bk, s.BM] if a_m_major else [s.BM, bk]
+b_box = [s.BN, bk] if b_k_major else [bk, s.BN]
 sig = {"a_desc": f"tensordesc<{dtype}{a_box}>", "b_desc": f"tensordesc<{dtype}{b_box}>",
        "part_ptr": "*fp32", "M": "i32", "N": "i32", "K_SLICE_STEPS": "i32"}
-const = {"A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major, "UPCAST": False, "BM": s.BM,
-         "BN": s.BN, "BK": s.BK, "GROUP_M": s.GROUP_M, "DEPENDENT": True}
-kernel = sass_audit._compile(s._sliced_kernel, sig, const, ["part_ptr", "M", "N"], s.WARPS,
+precision = "tf32x3" if dtype == "fp32" else "tf32"
+const = {"PRECISION": precision, "A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
+         "UPCAST": False, "BM": s.BM, "BN": s.BN, "BK": bk, "GROUP_M": s.GROUP_M,
+         "DEPENDENT": True}
+warps = s.WARPS_3XTF32 if precision == "tf32x3" else s.WARPS
+kernel = sass_audit._compile(s._sliced_kernel, sig, const, ["part_ptr", "M", "N"], warps,
                              s.STAGES)
 with tempfile.TemporaryDirectory() as tmp:
     mma = sass_audit.mma_instructions(kernel.asm["cubin"], Path(tmp))
@@ -43,13 +47,18 @@ print(json.dumps({"shared": kernel.metadata.shared, "mma": mma, **report}))
 """
 
 
-@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-@pytest.mark.parametrize("a_m_major", [False, True], ids=["a_row", "a_col"])
-@pytest.mark.parametrize("b_k_major", [False, True], ids=["b_row", "b_col"])
+_BUILDS = ([(dtype, a_m_major, b_k_major) for dtype in ("fp16", "bf16")
+            for a_m_major in (False, True) for b_k_major in (False, True)]
+           + [("fp32", False, True)])  # 3xTF32: the costlier of fp32's two
+
+
+@pytest.mark.parametrize("dtype,a_m_major,b_k_major", _BUILDS,
+                         ids=[f"{d}-{'a_col' if am else 'a_row'}-{'b_col' if bk else 'b_row'}"
+                              for d, am, bk in _BUILDS])
 def test_the_kernel_compiles_to_wgmma_without_spills(dtype, a_m_major, b_k_major):
     """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off), every
-    operand layout: HGMMA (wgmma, not HMMA), no spills, the ring within the H100's shared
-    memory."""
+    16-bit operand layout and fp32 K-major ones in 3xTF32: HGMMA (wgmma, not HMMA), no
+    spills, the ring within the H100's shared memory."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", _COMPILE,
                            json.dumps([dtype, a_m_major, b_k_major])], cwd=ROOT, env=env,
@@ -103,6 +112,26 @@ def test_sliced_product_in_every_layout(tile, dtype, a_m_major, b_k_major, split
                      operands=(a, b))
 
 
+@requires_kernels
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("split", [1, 2])
+def test_sliced_fp32_product_on_k_major_operands(tile, precision, split):
+    """fp32 operands (A row-major, B K-major, as wgmma reads them) at tf32 and 3xTF32: K
+    steps of BK / 2, alpha * A B + beta * D (a matrix D) on a NaN-poisoned out."""
+    bm, bn, bk = tile
+    m, n = 2 * bm + 8, bn + 24
+    k = split * sliced.MIN_SLICE_K + bk // 4 + 4
+    a, b = randn(m, k), _stored(randn(k, n), True)
+    d = randn(m, n)
+    assert sliced.supports(a, b, d, precision) and not sliced.supports(a, b, d, "ieee")
+    assert not sliced.supports(_stored(a, True), b, d, precision)  # an M-major A
+    out = torch.full((m, n), float("nan"), device=a.device)
+    sliced.matmul_2d(a, b, out, d, alpha=1.5, beta=-1.0, precision=precision, sms=6 * split)
+    assert last_config() == f"ks_{bm}x{bn}x{bk // 2}_s{split}"
+    assert_close(out, 1.5 * (a.double() @ b.double()) - d.double(), torch.float32, precision,
+                 what=f"sliced {precision} {m}x{n}x{k}", operands=(a, b))
+
+
 def test_slices_fill_one_wave_no_shallower_than_min_slice_k():
     """One wave of 132 SMs of 128x128 tiles and K slices, none shallower than MIN_SLICE_K."""
     assert sliced.slices(1024, 1024, 8192, 132) == 2  # 64 tiles
@@ -124,11 +153,11 @@ def test_sliced_refuses_what_it_cannot_read():
     assert not sliced.supports(a[:, ::2], a[::2], a[:, :32])  # no unit stride
 
 
-def _plan(m, n, k, dtype=torch.float16, b_k_major=False, batch=1):
+def _plan(m, n, k, dtype=torch.float16, b_k_major=False, batch=1, precision="half"):
     a = torch.empty(batch, m, k, dtype=dtype)
     b = (torch.empty(batch, n, k, dtype=dtype).transpose(1, 2) if b_k_major
          else torch.empty(batch, k, n, dtype=dtype))
-    return dispatch.plan(a, b, "half", 132)
+    return dispatch.plan(a, b, precision, 132)
 
 
 def test_16_bit_products_of_few_tiles_over_a_long_k_plan_the_sliced_kernel(monkeypatch):
@@ -145,6 +174,17 @@ def test_16_bit_products_of_few_tiles_over_a_long_k_plan_the_sliced_kernel(monke
     assert not _plan(1024, 1024, 8192, batch=2).sliced
     monkeypatch.setattr(dispatch, "SLICED", False)
     assert not _plan(1024, 1024, 8192).sliced
+
+
+def test_fp32_tensor_core_products_of_few_tiles_plan_k_major_operands_sliced():
+    """tf32 and 3xTF32: sliced on K-major operands, a row-major B copied K-major (the
+    plan's b_k_major); fp32 FMA (ieee) never."""
+    for precision in ("tf32", "tf32x3"):
+        nn = _plan(1024, 1024, 8192, torch.float32, precision=precision)
+        assert nn.sliced and nn.b_k_major and not nn.a_k_major, (precision, nn)
+        nt = _plan(768, 768, 4096, torch.float32, b_k_major=True, precision=precision)
+        assert nt == dispatch.SLICED_PLAN, (precision, nt)
+    assert not _plan(1024, 1024, 8192, torch.float32, precision="ieee").sliced
 
 
 @gpu_only
@@ -164,10 +204,29 @@ def test_library_calls_of_few_tiles_over_a_long_k_run_sliced(dtype):
     assert last_config() == "ks_128x128x64_s3", last_config()
     ref = F.gelu(x.double() @ w.double().T + bias.double())
     assert_close(y, ref, dtype, what="linear", operands=(x, w.T))
-    c = torch.full((4096, 256), float("nan"), dtype=dtype, device=a.device)
+    c = torch.full((4096, 256), float("nan"), dtype=dtype, device=a.device)  # an addmm
     d = randn(4096, 256, dtype=dtype)
     a2, b2 = randn(4096, 8192, dtype=dtype), randn(8192, 256, dtype=dtype)
     triton_gemm.addmm(d, a2, b2, beta=0.5, alpha=2.0, out=c)
     assert last_config().startswith("ks_"), last_config()
     assert_close(c, 2.0 * (a2.double() @ b2.double()) + 0.5 * d.double(), dtype,
                  what="addmm", operands=(a2, b2))
+
+
+@gpu_only
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+def test_fp32_tensor_core_calls_of_few_tiles_run_sliced(precision):
+    """matmul (a row-major B, copied K-major) and linear (a K-major weight, as given) at tf32
+    and 3xTF32 take the sliced kernel on Hopper, within the precision's tolerance."""
+    if not sliced.hopper(torch.device("cuda")):
+        pytest.skip("kernels/sliced.py needs Hopper (sm_90)")
+    a, b = randn(768, 4096), randn(4096, 768)
+    out = triton_gemm.matmul(a, b, precision=precision)
+    assert last_config() == "ks_128x128x32_s3", last_config()
+    assert_close(out, a.double() @ b.double(), torch.float32, precision, what="matmul",
+                 operands=(a, b))
+    x, w, bias = randn(1024, 8192), randn(1024, 8192), randn(1024)
+    y = triton_gemm.linear(x, w, bias, precision=precision)
+    assert last_config() == "ks_128x128x32_s2", last_config()
+    assert_close(y, x.double() @ w.double().T + bias.double(), torch.float32, precision,
+                 what="linear", operands=(x, w.T))

@@ -250,10 +250,11 @@ MID_MIN_WEIGHT = 4096 * 4096
 # 4 tiles 128x128x16384 6.6 vs 46.5 (6.5), 16 tiles 256x256x32768 19.8 vs 97.8 (13.6).
 SPLITK_TILE = 64
 SPLITK_MIN_K = 1024
-# 16-bit products with too many tiles for split-K and too few for the persistent kernel
-# (fewer 128x128 tiles than SMs, not mid-M) run on kernels/sliced.py where one wave holds
-# two or more K slices of sliced.MIN_SLICE_K or deeper (sliced.slices): 128x128 TMA tiles in
-# K slices, summed by splitk.reduce. They ran on the plain kernel's tiles; the module
+# 16-bit, tf32 and tf32x3 products with too many tiles for split-K and too few for the
+# persistent kernel (fewer 128x128 tiles than SMs, not mid-M) run on kernels/sliced.py where
+# one wave holds two or more K slices of sliced.MIN_SLICE_K or deeper (sliced.slices):
+# 128x128 TMA tiles in K slices, summed by splitk.reduce; fp32 operands K-major (as given,
+# or the copies STAGE_MIN_MNK makes). They ran on the plain kernel's tiles; the module
 # docstring has the probe's figures (1024x1024x8192 fp16 41.2 -> 32.5 us, cuBLAS 29.1).
 SLICED = True
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
@@ -404,7 +405,7 @@ SPLIT_FED_PLAN = SPLIT_TF32._replace(register_fed=True)
 TRANSPOSED = Plan(False, False, False, transposed=True)
 GEMV = Plan(False, False, False, gemv=True)
 FMA_TRANSPOSED = Plan(False, False, False, split_k=True, transposed=True, b_n_major=True)
-SLICED_PLAN = Plan(False, False, False, sliced=True)
+SLICED_PLAN = Plan(False, False, False, sliced=True)  # 16-bit, or fp32 K-major as given
 
 
 def _aligned(strides: tuple, contiguous_dim: int, extent: int) -> bool:
@@ -495,9 +496,11 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
     mid_m = ((precision == "half" or (precision == "tf32" and sb[1] == 1))
              and SKINNY_M < m <= configs.MID_M_MAX and n * k >= MID_MIN_WEIGHT)
     persistent = tma_kernel and (tiles >= sms or mid_m)
-    if (SLICED and precision == "half" and tma_kernel and not persistent and not pad
+    if (SLICED and tma_kernel and not persistent and not pad
+            and (precision == "half" or (sa[2] == 1 or a_k_major) and (sb[1] == 1 or b_k_major))
             and _sliced.slices(m, n, k, sms) > 1):
-        return SLICED_PLAN
+        # fp32 operands (tf32, tf32x3) K-major as given or by the K-major copies above.
+        return Plan(False, a_k_major, b_k_major, sliced=True)
     # The row strip streams B, the column strip A: cut only where the strip loads them 16
     # bytes wide (copies always; see FRINGE_TILE).
     cut_rows = pad or b_k_major or b_runs
@@ -1042,9 +1045,11 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
         _simt_tma.split_matmul(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                                activation=activation, sms=_persistent.gpu_sms(a.device)[0])
         return
-    if (p.sliced and a.shape[0] == 1 and _sliced.supports(a[0], b[0, :, :n], out[0])):
+    if (p.sliced and a.shape[0] == 1 and lo is None
+            and _sliced.supports(a[0], b[0, :, :n], out[0], precision)):
         _sliced.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
-                          activation=activation, sms=_persistent.gpu_sms(a.device)[0])
+                          activation=activation, precision=precision,
+                          sms=_persistent.gpu_sms(a.device)[0])
         return
     if p.split_k and _splitk.supports(a, b, out, d2):
         # B whole: past column n a padded copy's zeros, which keep 16-byte runs whole.

@@ -33,13 +33,17 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .common import (INTERPRETER, cdiv, dependent_meta, hopper, record, run_kernel,
-                     workspace)
+from .common import (INTERPRETER, cdiv, dependent_meta, dot_precision, hopper, record,
+                     run_kernel, workspace)
 from .persistent import _a_m_major, _b_k_major, _tma_ok, load_step, tile_origin
 from .splitk import reduce
 
-# The tile (module docstring): BM, BN, BK, warps, stages; GROUP_M as configs.GROUP_M.
+# The tile (module docstring): BM, BN, BK (16-bit operands; fp32 ones take K steps of as
+# many bytes, BK / 2), warps, stages; GROUP_M as configs.GROUP_M.
 BM, BN, BK, WARPS, STAGES, GROUP_M = 128, 128, 64, 4, 5, 8
+# 3xTF32 splits each operand tile into two in registers: on 4 warps the tile spilled (255
+# registers, 1292 bytes; sm_90a, ptxas -v), on 8 it takes 182 and none (tests).
+WARPS_3XTF32 = 8
 # The shallowest slice worth a program (module docstring: slices of 1024 lost, of 1366 won).
 MIN_SLICE_K = 1280
 
@@ -53,9 +57,10 @@ def slices(m: int, n: int, k: int, sms: int) -> int:
 
 @triton.jit
 def _sliced_kernel(a_desc, b_desc, part_ptr, M, N, K_SLICE_STEPS,
-                   A_M_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr,
-                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                   GROUP_M: tl.constexpr, DEPENDENT: tl.constexpr):
+                   PRECISION: tl.constexpr, A_M_MAJOR: tl.constexpr,
+                   B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, BM: tl.constexpr,
+                   BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                   DEPENDENT: tl.constexpr):
     """W[s] tile = A[:, slice s] @ B[slice s, :] for program (s, tile) of a (slices, M, N)
     fp32 workspace W at part_ptr: K_SLICE_STEPS steps a slice (past K, TMA reads zeros)."""
     if DEPENDENT:
@@ -70,7 +75,7 @@ def _sliced_kernel(a_desc, b_desc, part_ptr, M, N, K_SLICE_STEPS,
     for ki in range(K_SLICE_STEPS):
         a, b = load_step(a_desc, b_desc, off_m, off_n, s * K_SLICE_STEPS + ki, A_M_MAJOR,
                          B_K_MAJOR, UPCAST, BK)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
     rows = off_m + tl.arange(0, BM)
     cols = off_n + tl.arange(0, BN)
     tl.store(part_ptr + s * M * N + rows[:, None] * N + cols[None, :], acc,
@@ -84,43 +89,48 @@ def _operand_ok(t: torch.Tensor) -> bool:
     return t.stride(0) == 1 and _tma_ok(t, t.stride(1))
 
 
-def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether fp16 or bf16 a (M, K) and b (K, N), each contiguous along either dimension
-    with 16-byte aligned rows and base, can run here into out (M, N, any strides): on
-    Hopper (or the interpreter)."""
-    if a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype:
-        return False
+def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+             precision: str = "tf32") -> bool:
+    """Whether a (M, K) and b (K, N) can run here into out (M, N, any strides) on Hopper
+    (or the interpreter): fp16 or bf16, each contiguous along either dimension; or fp32 at
+    precision "tf32" or "tf32x3", both K-major (wgmma reads 32-bit operands only so); rows
+    and base 16-byte aligned."""
     if a.dim() != 2 or b.dim() != 2 or out.dim() != 2 or min(a.shape + b.shape) == 0:
         return False
-    if not (INTERPRETER or hopper(a.device)):
+    if b.dtype != a.dtype or not (INTERPRETER or hopper(a.device)):
         return False
-    return _operand_ok(a) and _operand_ok(b)
+    if a.dtype == torch.float32:
+        return (precision in ("tf32", "tf32x3") and a.stride(1) == 1 and b.stride(0) == 1
+                and _tma_ok(a, a.stride(0)) and _tma_ok(b.T, b.stride(1)))
+    return a.dtype in (torch.float16, torch.bfloat16) and _operand_ok(a) and _operand_ok(b)
 
 
 def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
               d: torch.Tensor | None = None, *, alpha: float = 1.0, beta: float = 0.0,
-              activation: int = 0, sms: int) -> torch.Tensor:
-    """out = act(alpha * a @ b + beta * d) for operands supports() accepts, d None or
-    broadcastable to out, in slices(..., sms) K slices summed by splitk.reduce. Returns
-    out."""
+              activation: int = 0, precision: str = "tf32", sms: int) -> torch.Tensor:
+    """out = act(alpha * a @ b + beta * d) for operands supports() accepts (precision:
+    fp32 operands' "tf32" or "tf32x3"), d None or broadcastable to out, in slices(...,
+    sms) K slices summed by splitk.reduce. Returns out."""
     m, k = a.shape
     n = b.shape[1]
+    bk = BK * 2 // a.element_size()  # a K step of as many bytes for fp32 operands
+    warps = WARPS_3XTF32 if a.dtype == torch.float32 and precision == "tf32x3" else WARPS
     split = slices(m, n, k, sms)
-    steps = cdiv(cdiv(k, split), BK)
-    split = cdiv(k, steps * BK)  # every slice non-empty
+    steps = cdiv(cdiv(k, split), bk)
+    split = cdiv(k, steps * bk)  # every slice non-empty
     a_m_major, b_k_major = _a_m_major(a), _b_k_major(b)
-    a_desc = (TensorDescriptor(a.T, [k, m], [a.stride(1), 1], [BK, BM]) if a_m_major
-              else TensorDescriptor(a, [m, k], [a.stride(0), 1], [BM, BK]))
-    b_desc = (TensorDescriptor(b.T, [n, k], [b.stride(1), 1], [BN, BK]) if b_k_major
-              else TensorDescriptor(b, [k, n], [b.stride(0), 1], [BK, BN]))
+    a_desc = (TensorDescriptor(a.T, [k, m], [a.stride(1), 1], [bk, BM]) if a_m_major
+              else TensorDescriptor(a, [m, k], [a.stride(0), 1], [BM, bk]))
+    b_desc = (TensorDescriptor(b.T, [n, k], [b.stride(1), 1], [BN, bk]) if b_k_major
+              else TensorDescriptor(b, [k, n], [b.stride(0), 1], [bk, BN]))
     work = workspace((split, m, n), torch.float32, a.device)
     run_kernel(_sliced_kernel, (cdiv(m, BM) * cdiv(n, BN) * split,),
                (a_desc, b_desc, work, m, n, steps),
-               {"A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
-                "UPCAST": INTERPRETER and a.dtype == torch.bfloat16, "BM": BM, "BN": BN,
-                "BK": BK, "GROUP_M": GROUP_M, "num_warps": WARPS, "num_stages": STAGES,
-                **dependent_meta(a.device)})
+               {"PRECISION": dot_precision(a.dtype, precision), "A_M_MAJOR": a_m_major,
+                "B_K_MAJOR": b_k_major, "UPCAST": INTERPRETER and a.dtype == torch.bfloat16,
+                "BM": BM, "BN": BN, "BK": bk, "GROUP_M": GROUP_M, "num_warps": warps,
+                "num_stages": STAGES, **dependent_meta(a.device)})
     reduce(work, split, out, d, alpha=alpha, beta=beta, activation=activation)
-    record(triton.Config({"SLICED": True, "BM": BM, "BN": BN, "BK": BK, "SPLIT": split},
-                         num_warps=WARPS, num_stages=STAGES), "sliced")
+    record(triton.Config({"SLICED": True, "BM": BM, "BN": BN, "BK": bk, "SPLIT": split},
+                         num_warps=warps, num_stages=STAGES), "sliced")
     return out
