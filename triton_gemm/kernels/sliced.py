@@ -1,4 +1,5 @@
-"""K-sliced TMA GEMM for 16-bit products of few output tiles over a long K (Hopper).
+"""K-sliced TMA GEMM for products of few output tiles over a long K (Hopper): fp16, bf16,
+and fp32 operands at tf32 and 3xTF32.
 
 Each program takes one 128x128 tile and one slice of K: its operands by host TMA
 descriptors (any of the four layouts, as kernels/persistent.py reads them), its fp32 partial
@@ -18,7 +19,11 @@ with BK 128 (8 warps, 3 stages) 35.3; 4 stages 32.8, 3 stages 40.9; 8 warps as 4
 64x128 in 2 slices 45.7 and 41.5 (forty-fourth session; those runs stored the partials by
 TMA, the kept kernel by pointers, as fast: 32.0 against cuBLAS 32.3 in a later run).
 On sm_90a (offline, tests) the loop is HGMMA.64x128x16, 154-160 registers, no spills, 164 KB
-of shared memory. Not kept: the tile's last slice to arrive (an atomic count) summing the partials and
+of shared memory. fp32 operands (K-major both: wgmma reads 32-bit operands no other way) take K steps of 32,
+3xTF32 on WARPS_3XTF32. perf/report.py's mid suite (H100, eager, against cuBLAS tf32 / SGEMM,
+the plain kernel before): 768x768x4096 tf32 0.66x -> 0.99x, tf32x3 0.81x -> 1.33x;
+1024x1024x8192 0.67x -> 0.94x, 1.28x -> 1.53x; 4096x256x8192 0.72x -> 0.89x, 1.29x -> 1.55x.
+Not kept: the tile's last slice to arrive (an atomic count) summing the partials and
 storing C itself, no reduce launch: slower in the same run (us, fused / reduce, cuBLAS):
 1024x1024x8192 33.7 / 32.0 (32.3), 768x768x4096 in 3 slices 21.3 / 18.0 (15.3),
 4096x256x8192 39.1 / 38.1 (36.5): one finisher an SM reads every slice of its tile where
