@@ -21,8 +21,9 @@ TMA, the kept kernel by pointers, as fast: 32.0 against cuBLAS 32.3 in a later r
 On sm_90a (offline, tests) the loop is HGMMA.64x128x16, 154-160 registers, no spills, 164 KB
 of shared memory. fp32 operands (K-major both: wgmma reads 32-bit operands no other way)
 take K steps of 32, 3xTF32 on WARPS_3XTF32. perf/report.py's mid suite (H100, eager,
-against cuBLAS tf32 / SGEMM, the plain kernel before): 768x768x4096 tf32 0.66x -> 0.99x, tf32x3 0.81x -> 1.33x;
-1024x1024x8192 0.67x -> 0.94x, 1.28x -> 1.53x; 4096x256x8192 0.72x -> 0.89x, 1.29x -> 1.55x.
+against cuBLAS tf32 / SGEMM, the plain kernel before): 768x768x4096 tf32 0.66x -> 0.99x,
+tf32x3 0.81x -> 1.33x; 1024x1024x8192 0.67x -> 0.94x, 1.28x -> 1.53x; 4096x256x8192 0.72x
+-> 0.89x, 1.29x -> 1.55x.
 Not kept: the tile's last slice to arrive (an atomic count) summing the partials and
 storing C itself, no reduce launch: slower in the same run (us, fused / reduce, cuBLAS):
 1024x1024x8192 33.7 / 32.0 (32.3), 768x768x4096 in 3 slices 21.3 / 18.0 (15.3),
