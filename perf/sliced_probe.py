@@ -3,7 +3,7 @@ splitk.reduce) at chosen tiles and slice counts, beside cuBLAS and the library, 
 interleaved rounds of CUDA-graph time after the L2 flush (bench.cold_graph_ms). Where the
 module's tile and MIN_SLICE_K come from.
 
-    python perf/sliced_probe.py --case 1024,1024,8192 [--case ...]
+    python perf/sliced_probe.py --case 1024,1024,8192[,LAYOUT] [--case ...]
         [--tiles BM,BN,BK,WARPS,STAGES,SLICES ...] [--rounds 3] [--dtype fp16|bf16]
 
 Each tile is first checked against float64 on a NaN-poisoned output. GPU (Hopper) only.
@@ -44,7 +44,8 @@ def run_tile(a, b, out, bm, bn, bk, warps, stages, split):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--case", action="append", required=True, metavar="M,N,K")
+    parser.add_argument("--case", action="append", required=True, metavar="M,N,K[,LAYOUT]",
+                        help="a shape, and its layout as perf/suites.py names them (nn)")
     parser.add_argument("--tiles", nargs="*", default=None,
                         metavar="BM,BN,BK,WARPS,STAGES,SLICES")
     parser.add_argument("--rounds", type=int, default=3)
@@ -54,8 +55,9 @@ def main(argv=None) -> int:
              else [tuple(int(v) for v in t.split(",")) for t in args.tiles])
     dtype = bench.DTYPES[args.dtype]
     for spec in args.case:
-        m, n, k = (int(v) for v in spec.split(","))
-        a, b = bench.make_operands(Case(m, n, k), dtype, "cuda")[0]
+        m, n, k, *layout = spec.split(",")
+        m, n, k = int(m), int(n), int(k)
+        a, b = bench.make_operands(Case(m, n, k, *layout), dtype, "cuda")[0]
         ref = a.double() @ b.double()
         fns = {"cublas": lambda: a @ b, "library": lambda: triton_gemm.matmul(a, b)}
         triton_gemm.matmul(a, b)
