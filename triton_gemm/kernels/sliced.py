@@ -28,7 +28,16 @@ Not kept: the tile's last slice to arrive (an atomic count) summing the partials
 storing C itself, no reduce launch: slower in the same run (us, fused / reduce, cuBLAS):
 1024x1024x8192 33.7 / 32.0 (32.3), 768x768x4096 in 3 slices 21.3 / 18.0 (15.3),
 4096x256x8192 39.1 / 38.1 (36.5): one finisher an SM reads every slice of its tile where
-the reduce spreads that over all SMs.
+the reduce spreads that over all SMs. Nor past one wave (same probe, us, library / in 1 /
+2 / 3 / 4 slices (cuBLAS)): 1536x1536x4096 (144 tiles; the persistent kernel's 72 of
+128x256) 45.4 / 54.0 / 51.6 / 56.5 / 62.6 (30.5), 1536x1536x8192 81.7 / 95.6 / 85.0 / 86.5
+/ 91.4 (57.7), 1280x1280x4096 (100 tiles) 27.2 / 31.0 / 35.6 / 42.4 / 45.6 (24.8),
+2048x2048x4096 49.8 / 61.7 / 76.7 / 92.5 / 104.9 (49.2): a program a tile and slice loses
+the persistent kernel's overlap of one tile's epilogue with the next tile's loads. Nor for
+the mid-M rows against a large K-major weight (fp16 nt, us, the library's mid tiles /
+the best sliced (cuBLAS)): 128x4096x4096 18.3 / 21.3 (128x64 in 2; 17.8), 128x4096x11008
+39.6 / 41.2 (39.5), 256x4096x4096 21.7 / 24.0 (21.7); 128x8192x28672 172.6 / 170.0 (178.8)
+is within the runs' noise.
 """
 
 from __future__ import annotations
