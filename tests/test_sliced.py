@@ -176,6 +176,18 @@ def test_16_bit_products_of_few_tiles_over_a_long_k_plan_the_sliced_kernel(monke
     assert not _plan(1024, 1024, 8192).sliced
 
 
+# At the rule's edges on 132 SMs: 66 tiles of 128x128 and K of two MIN_SLICE_K (two slices);
+# 72 tiles (a wave holds one slice each) and K one short of two slices.
+THRESHOLDS = [((768, 1408, 2 * sliced.MIN_SLICE_K), 2), ((768, 1536, 2 * sliced.MIN_SLICE_K), 1),
+              ((768, 1408, 2 * sliced.MIN_SLICE_K - 1), 1)]
+
+
+def test_the_rule_at_its_thresholds():
+    for (m, n, k), split in THRESHOLDS:
+        assert sliced.slices(m, n, k, 132) == split
+        assert _plan(m, n, k).sliced == (split > 1), (m, n, k)
+
+
 def test_fp32_tensor_core_products_of_few_tiles_plan_k_major_operands_sliced():
     """tf32 and 3xTF32: sliced on K-major operands, a row-major B copied K-major (the
     plan's b_k_major); fp32 FMA (ieee) never."""
@@ -230,3 +242,21 @@ def test_fp32_tensor_core_calls_of_few_tiles_run_sliced(precision):
     assert last_config() == "ks_128x128x32_s2", last_config()
     assert_close(y, x.double() @ w.double().T + bias.double(), torch.float32, precision,
                  what="linear", operands=(x, w.T))
+
+
+@gpu_only
+@pytest.mark.parametrize("shape,split", THRESHOLDS, ids=str)
+def test_products_at_the_thresholds_are_right_on_either_side(shape, split):
+    """fp16 at the rule's edges (THRESHOLDS): the sliced kernel in two slices, or the plain
+    kernel, as the rule says on this GPU's SMs, within tolerance of float64."""
+    if not sliced.hopper(torch.device("cuda")):
+        pytest.skip("kernels/sliced.py needs Hopper (sm_90)")
+    if torch.cuda.get_device_properties(0).multi_processor_count != 132:
+        pytest.skip("THRESHOLDS are set for 132 SMs")
+    m, n, k = shape
+    a, b = randn(m, k, dtype=torch.float16), randn(k, n, dtype=torch.float16)
+    out = torch.full((m, n), float("nan"), dtype=torch.float16, device=a.device)
+    triton_gemm.matmul(a, b, out=out)
+    assert last_config().startswith("ks_") == (split > 1), last_config()
+    assert_close(out, a.double() @ b.double(), torch.float16, what=f"{m}x{n}x{k}",
+                 operands=(a, b))
