@@ -76,9 +76,9 @@ on Hopper from K_MAJOR_FMA_MIN_N rows on kernels/simt_tma.py's K-major path). On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
 mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
-weight, on its small tiles; 16-bit single products of fewer tiles over a long K run in K
-slices of 128x128 TMA tiles (kernels/sliced.py, SLICED); the rest, and every batched
-product, run on the plain tiled kernel (kernels/matmul.py).
+weight, on its small tiles; 16-bit, tf32 and tf32x3 single products of fewer tiles over a
+long K run in K slices of 128x128 TMA tiles (kernels/sliced.py, SLICED); the rest, and every
+batched product, run on the plain tiled kernel (kernels/matmul.py).
 """
 
 from __future__ import annotations
@@ -390,8 +390,9 @@ class Plan(NamedTuple):
     register_fed: bool = False  # tf32 nn / tt: the register-fed kernel (tf32x3:
                                 # kernels/split_fed.py), where run() finds it can take
                                 # the call; else the rest of the plan
-    sliced: bool = False  # 16-bit, few tiles, long K: kernels/sliced.py (K slices of
-                          # 128x128 TMA tiles), where it can take the call; else plain
+    sliced: bool = False  # 16-bit, tf32 or tf32x3, few tiles, long K: kernels/sliced.py
+                          # (K slices of 128x128 TMA tiles), where it can take the call;
+                          # else the plain kernel
 
     @property
     def copies(self) -> bool:
@@ -500,7 +501,7 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
             and (precision == "half" or (sa[2] == 1 or a_k_major) and (sb[1] == 1 or b_k_major))
             and _sliced.slices(m, n, k, sms) > 1):
         # fp32 operands (tf32, tf32x3) K-major as given or by the K-major copies above.
-        return Plan(False, a_k_major, b_k_major, sliced=True)
+        return SLICED_PLAN._replace(a_k_major=a_k_major, b_k_major=b_k_major)
     # The row strip streams B, the column strip A: cut only where the strip loads them 16
     # bytes wide (copies always; see FRINGE_TILE).
     cut_rows = pad or b_k_major or b_runs
