@@ -36,7 +36,7 @@ sig = {"a_desc": f"tensordesc<{dtype}{a_box}>", "b_desc": f"tensordesc<{dtype}{b
 precision = "tf32x3" if dtype == "fp32" else "tf32"
 const = {"PRECISION": precision, "A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
          "UPCAST": False, "BM": s.BM, "BN": s.BN, "BK": bk, "GROUP_M": s.GROUP_M,
-         "DEPENDENT": True}
+         "FLUSH_STEPS": s.FLUSH_K // bk if precision == "tf32x3" else 0, "DEPENDENT": True}
 warps = s.WARPS_3XTF32 if precision == "tf32x3" else s.WARPS
 kernel = sass_audit._compile(s._sliced_kernel, sig, const, ["part_ptr", "M", "N"], warps,
                              s.STAGES)
@@ -73,10 +73,12 @@ def test_the_kernel_compiles_to_wgmma_without_spills(dtype, a_m_major, b_k_major
 
 @pytest.fixture
 def tile(monkeypatch):
-    """(BM, BN, BK) the kernel runs: under the interpreter a 32x32x16 tile and slices of 48
-    or more (its logic at a size the interpreter runs in seconds), else the module's."""
+    """(BM, BN, BK) the kernel runs: under the interpreter a 32x32x16 tile, slices of 48 or
+    more and 3xTF32 flushed every two K steps (its logic at a size the interpreter runs in
+    seconds), else the module's."""
     if INTERPRETED:
-        for name, value in (("BM", 32), ("BN", 32), ("BK", 16), ("MIN_SLICE_K", 48)):
+        for name, value in (("BM", 32), ("BN", 32), ("BK", 16), ("MIN_SLICE_K", 48),
+                            ("FLUSH_K", 16)):
             monkeypatch.setattr(sliced, name, value)
     return sliced.BM, sliced.BN, sliced.BK
 

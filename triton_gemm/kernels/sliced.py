@@ -59,6 +59,8 @@ BM, BN, BK, WARPS, STAGES, GROUP_M = 128, 128, 64, 4, 5, 8
 # 3xTF32 splits each operand tile into two in registers: on 4 warps the tile spilled (255
 # registers, 1292 bytes; sm_90a, ptxas -v), on 8 it takes 182 and none (tests).
 WARPS_3XTF32 = 8
+# 3xTF32's K elements between IEEE adds of the tensor core's truncating accumulator (0: none).
+FLUSH_K = 128
 # The shallowest slice worth a program (module docstring: slices of 1024 lost, of 1366 won).
 MIN_SLICE_K = 1280
 
@@ -75,7 +77,7 @@ def _sliced_kernel(a_desc, b_desc, part_ptr, M, N, K_SLICE_STEPS,
                    PRECISION: tl.constexpr, A_M_MAJOR: tl.constexpr,
                    B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, BM: tl.constexpr,
                    BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                   DEPENDENT: tl.constexpr):
+                   FLUSH_STEPS: tl.constexpr, DEPENDENT: tl.constexpr):
     """W[s] tile = A[:, slice s] @ B[slice s, :] for program (s, tile) of a (slices, M, N)
     fp32 workspace W at part_ptr: K_SLICE_STEPS steps a slice (past K, TMA reads zeros)."""
     if DEPENDENT:
@@ -87,10 +89,23 @@ def _sliced_kernel(a_desc, b_desc, part_ptr, M, N, K_SLICE_STEPS,
     s = pid // tiles
     off_m, off_n = tile_origin(pid % tiles, num_pid_m, num_pid_n, BM, BN, GROUP_M)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for ki in range(K_SLICE_STEPS):
-        a, b = load_step(a_desc, b_desc, off_m, off_n, s * K_SLICE_STEPS + ki, A_M_MAJOR,
-                         B_K_MAJOR, UPCAST, BK)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    if FLUSH_STEPS == 0:
+        for ki in range(K_SLICE_STEPS):
+            a, b = load_step(a_desc, b_desc, off_m, off_n, s * K_SLICE_STEPS + ki, A_M_MAJOR,
+                             B_K_MAJOR, UPCAST, BK)
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    else:
+        # The tensor core truncates every add into its accumulator: a run of FLUSH_STEPS
+        # steps, then an IEEE add into acc (FLUSH_STEPS).
+        run = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(K_SLICE_STEPS):
+            a, b = load_step(a_desc, b_desc, off_m, off_n, s * K_SLICE_STEPS + ki, A_M_MAJOR,
+                             B_K_MAJOR, UPCAST, BK)
+            run = tl.dot(a, b, run, input_precision=PRECISION)
+            if ki % FLUSH_STEPS == FLUSH_STEPS - 1:
+                acc += run
+                run = tl.zeros((BM, BN), dtype=tl.float32)
+        acc += run
     rows = off_m + tl.arange(0, BM)
     cols = off_n + tl.arange(0, BN)
     tl.store(part_ptr + s * M * N + rows[:, None] * N + cols[None, :], acc,
@@ -143,7 +158,9 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                (a_desc, b_desc, work, m, n, steps),
                {"PRECISION": dot_precision(a.dtype, precision), "A_M_MAJOR": a_m_major,
                 "B_K_MAJOR": b_k_major, "UPCAST": INTERPRETER and a.dtype == torch.bfloat16,
-                "BM": BM, "BN": BN, "BK": bk, "GROUP_M": GROUP_M, "num_warps": warps,
+                "BM": BM, "BN": BN, "BK": bk, "GROUP_M": GROUP_M,
+                "FLUSH_STEPS": FLUSH_K // bk if precision == "tf32x3" and FLUSH_K else 0,
+                "num_warps": warps,
                 "num_stages": STAGES, **dependent_meta(a.device)})
     reduce(work, split, out, d, alpha=alpha, beta=beta, activation=activation)
     record(triton.Config({"SLICED": True, "BM": BM, "BN": BN, "BK": bk, "SPLIT": split},
