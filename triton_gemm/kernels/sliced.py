@@ -115,6 +115,7 @@ def _sliced_kernel(a_desc, b_desc, part_ptr, M, N, K_SLICE_STEPS,
         acc += run
     rows = off_m + tl.arange(0, BM)
     cols = off_n + tl.arange(0, BN)
+    # int32 offsets: slices x M x N is at most a wave of 128x128 tiles (slices()).
     tl.store(part_ptr + s * M * N + rows[:, None] * N + cols[None, :], acc,
              mask=(rows[:, None] < M) & (cols[None, :] < N))
 
@@ -151,7 +152,8 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     m, k = a.shape
     n = b.shape[1]
     bk = BK * 2 // a.element_size()  # a K step of as many bytes for fp32 operands
-    warps = WARPS_3XTF32 if a.dtype == torch.float32 and precision == "tf32x3" else WARPS
+    three = a.dtype == torch.float32 and precision == "tf32x3"
+    warps = WARPS_3XTF32 if three else WARPS
     split = slices(m, n, k, sms)
     steps = cdiv(cdiv(k, split), bk)
     split = cdiv(k, steps * bk)  # every slice non-empty
@@ -166,8 +168,7 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                {"PRECISION": dot_precision(a.dtype, precision), "A_M_MAJOR": a_m_major,
                 "B_K_MAJOR": b_k_major, "UPCAST": INTERPRETER and a.dtype == torch.bfloat16,
                 "BM": BM, "BN": BN, "BK": bk, "GROUP_M": GROUP_M,
-                "FLUSH_STEPS": FLUSH_K // bk if precision == "tf32x3" and FLUSH_K else 0,
-                "num_warps": warps,
+                "FLUSH_STEPS": FLUSH_K // bk if three else 0, "num_warps": warps,
                 "num_stages": STAGES, **dependent_meta(a.device)})
     reduce(work, split, out, d, alpha=alpha, beta=beta, activation=activation)
     record(triton.Config({"SLICED": True, "BM": BM, "BN": BN, "BK": bk, "SPLIT": split},
