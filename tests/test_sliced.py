@@ -20,6 +20,7 @@ from triton_gemm.kernels import sliced
 from triton_gemm.tolerances import assert_close
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 _COMPILE = """
 import json, sys, tempfile
@@ -262,3 +263,18 @@ def test_products_at_the_thresholds_are_right_on_either_side(shape, split):
     assert last_config().startswith("ks_") == (split > 1), last_config()
     assert_close(out, a.double() @ b.double(), torch.float16, what=f"{m}x{n}x{k}",
                  operands=(a, b))
+
+
+@requires_kernels
+def test_the_probe_runs_a_tile_in_its_slices_and_puts_the_constants_back():
+    """perf/sliced_probe.py's run_tile: the tile, slice count and flush for its call only
+    (the interpreter takes a small tile)."""
+    from perf import sliced_probe
+    names = ("BM", "BN", "BK", "WARPS", "WARPS_3XTF32", "STAGES", "MIN_SLICE_K", "FLUSH_K")
+    before = [getattr(sliced, name) for name in names]
+    a, b = randn(40, 104, dtype=torch.float16), randn(104, 48, dtype=torch.float16)
+    out = torch.full((40, 48), float("nan"), dtype=torch.float16, device=a.device)
+    sliced_probe.run_tile(a, b, out, "fp16", 32, 32, 16, 4, 2, 3, 0)
+    assert last_config() == "ks_32x32x16_s3", last_config()
+    assert_close(out, a.double() @ b.double(), torch.float16, what="probe", operands=(a, b))
+    assert [getattr(sliced, name) for name in names] == before
