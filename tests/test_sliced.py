@@ -1,7 +1,8 @@
-"""kernels/sliced.py: 16-bit products in K slices of 128x128 TMA tiles, summed by
-splitk.reduce. The kernel in every operand layout with an epilogue (the interpreter on a
-small tile, the GPU on the module's), its sm_90a build (offline), the slice rule, which
-plans dispatch makes for it, and the library's calls that run there (GPU)."""
+"""kernels/sliced.py: 16-bit, tf32 and 3xTF32 products in K slices of 128x128 TMA tiles,
+summed by splitk.reduce. The kernel in every operand layout with an epilogue (the
+interpreter on a small tile, the GPU on the module's), its sm_90a build (offline), the
+slice rule and its thresholds, which plans dispatch makes for it, the library's calls that
+run there (GPU), and the probe's tile setting."""
 
 import json
 import os
