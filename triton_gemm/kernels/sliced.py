@@ -46,11 +46,11 @@ import torch
 import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
-from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .common import (INTERPRETER, cdiv, dependent_meta, dot_precision, hopper, record,
                      run_kernel, workspace)
-from .persistent import _a_m_major, _b_k_major, _tma_ok, load_step, tile_origin
+from .persistent import (_a_m_major, _b_k_major, _tma_ok, load_step, set_block_shapes,
+                         tile_origin, tma_descriptors)
 from .splitk import reduce
 
 # The tile (module docstring): BM, BN, BK (16-bit operands; fp32 ones take K steps of as
@@ -158,10 +158,11 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     steps = cdiv(cdiv(k, split), bk)
     split = cdiv(k, steps * bk)  # every slice non-empty
     a_m_major, b_k_major = _a_m_major(a), _b_k_major(b)
-    a_desc = (TensorDescriptor(a.T, [k, m], [a.stride(1), 1], [bk, BM]) if a_m_major
-              else TensorDescriptor(a, [m, k], [a.stride(0), 1], [BM, bk]))
-    b_desc = (TensorDescriptor(b.T, [n, k], [b.stride(1), 1], [BN, bk]) if b_k_major
-              else TensorDescriptor(b, [k, n], [b.stride(0), 1], [bk, BN]))
+    # A and B as the persistent kernel reads them (an M-major A, a K-major B transposed).
+    descs = tma_descriptors(a, b, out, c_tma=False)
+    set_block_shapes(descs, {"BM": BM, "BN": BN, "BK": bk, "A_M_MAJOR": a_m_major,
+                             "B_K_MAJOR": b_k_major})
+    a_desc, b_desc = descs[:2]
     work = workspace((split, m, n), torch.float32, a.device)
     run_kernel(_sliced_kernel, (cdiv(m, BM) * cdiv(n, BN) * split,),
                (a_desc, b_desc, work, m, n, steps),
