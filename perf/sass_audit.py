@@ -220,8 +220,9 @@ def ptxas_report(ptx: str, workdir: Path, arch: str, maxnreg: int | None = None)
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     return {"registers": int(re.search(r"Used (\d+) registers", log).group(1)),
             "spill_stores": int(spills.group(1)), "spill_loads": int(spills.group(2)),
+            # ptxas reports serialised wgmmas as "info" (C7515), not as a warning.
             "warnings": "; ".join(line.strip() for line in log.splitlines()
-                                  if "warning" in line.lower())}
+                                  if "warning" in line.lower() or _SERIALISED.search(line))}
 
 
 def mma_instructions(cubin: bytes, workdir: Path) -> str:

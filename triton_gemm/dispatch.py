@@ -76,7 +76,9 @@ on Hopper from K_MAJOR_FMA_MIN_N rows on kernels/simt_tma.py's K-major path). On
 Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
 mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
-weight, on its small tiles; 16-bit, tf32 and tf32x3 single products of fewer tiles over a
+weight, on its small tiles, and 16-bit ones whose output fills waves of 128x192 tiles
+better than of the persistent tiles on kernels/wide.py (WIDE); 16-bit, tf32 and tf32x3
+single products of fewer tiles over a
 long K run in K slices of 128x128 TMA tiles (kernels/sliced.py, SLICED); the rest, and every
 batched product, run on the plain tiled kernel (kernels/matmul.py).
 """
@@ -96,6 +98,7 @@ from .kernels import simt_tma as _simt_tma
 from .kernels import sliced as _sliced
 from .kernels import split_fed as _split_fed
 from .kernels import splitk as _splitk
+from .kernels import wide as _wide
 from .kernels.common import INTERPRETER, capability
 from .kernels.copy import TILE as COPY_TILE
 from .kernels.copy import copy_jobs, padded_job, remainder_job, split_job
@@ -257,6 +260,33 @@ SPLITK_MIN_K = 1024
 # or the copies STAGE_MIN_MNK makes). They ran on the plain kernel's tiles; the module
 # docstring has the probe's figures (1024x1024x8192 fp16 41.2 -> 32.5 us, cuBLAS 29.1).
 SLICED = True
+# 16-bit persistent products (no fringe cut, no wave split, not mid-M, operands as given) whose
+# output fills the SMs' waves with kernels/wide.py's 128x192 tiles at least WIDE_MIN_GAIN
+# times better than with the best of the persistent kernel's 128x128 and 128x256 tiles
+# (_wide_fills: tiles over the slots of the waves they take). The module docstring has the
+# probe (perf/wide_tile_probe.py, H100, fp16, graph us, persistent / 128x192, gain):
+# 1536x1536x4096 45.6 / 37.2 (1.33: 96 of 132 slots against 72 or 144 of 264), 1536x1536x8192
+# 82.0 / 66.2 (1.33); 3072x3072x4096 113.7 / 111.1 (1.11; its plan splits the waves,
+# wave_rows); losing where the gain is under 1: 1536x4608x4096 89.5 / 104.0 (0.89),
+# 1024x1536x4096 27.5 / 35.6 (0.66), 2048x4096x4096 nt 94.2 / 109.4 (0.92). Per unit of
+# area the 128x192 tile ran ~3% slower than 128x256 there (2048x4096x4096: 3 waves of 36.5
+# us against 2 of 47.0).
+WIDE = True
+WIDE_MIN_GAIN = 1.2
+
+
+def _wave_fill(tiles: int, sms: int) -> float:
+    """The share of the SM slots of its waves that a launch of `tiles` tiles fills."""
+    return tiles / (-(-tiles // sms) * sms) if tiles else 0.0
+
+
+def _wide_fills(m: int, n: int, sms: int) -> bool:
+    """Whether an m x n output fills waves of sms with 128x192 tiles WIDE_MIN_GAIN times
+    better than with 128x128 or 128x256 ones."""
+    best = max(_wave_fill(-(-m // 128) * -(-n // bn), sms) for bn in (128, 256))
+    return _wave_fill(_wide.tiles(m, n), sms) >= WIDE_MIN_GAIN * best
+
+
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
 # cuBLAS 176 us (memory floor ~157 us), reading B once but computing 8x the rows.
@@ -393,6 +423,8 @@ class Plan(NamedTuple):
     sliced: bool = False  # 16-bit, tf32 or tf32x3, few tiles, long K: kernels/sliced.py
                           # (K slices of 128x128 TMA tiles), where it can take the call;
                           # else the plain kernel
+    wide: bool = False  # 16-bit persistent: kernels/wide.py's 128x192 tiles (WIDE), where
+                        # it can take the call; else the persistent kernel
 
     @property
     def copies(self) -> bool:
@@ -525,6 +557,9 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         # One operand MN-major, the other K-major: see REGISTER_FED. The copy stays in the
         # plan for the calls the kernel does not take (an epilogue, unaligned rows).
         return Plan(False, a_k_major, b_k_major, persistent=True, register_fed=True)
+    if (WIDE and precision == "half" and persistent and not pad and direct is None
+            and not mid_m and core is None and wave_rows is None and _wide_fills(m, n, sms)):
+        return Plan(False, False, False, persistent=True, wide=True)
     if direct is not None:
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
         # as they are, at any tile count, instead of padded copies; fp32 operands TMA cannot
@@ -1051,6 +1086,11 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
         _sliced.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                           activation=activation, precision=precision,
                           sms=_persistent.gpu_sms(a.device)[0])
+        return
+    if (p.wide and a.shape[0] == 1 and lo is None
+            and _wide.supports(a[0], b[0, :, :n], out[0], d2)):
+        _wide.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
+                        activation=activation, sms=_persistent.gpu_sms(a.device)[0])
         return
     if p.split_k and _splitk.supports(a, b, out, d2):
         # B whole: past column n a padded copy's zeros, which keep 16-byte runs whole.
