@@ -56,9 +56,18 @@ def test_each_problem_is_found():
     assert "want HGMMA only" in sass_audit.problems(_rows(mma=""))[0]
     mixed = "HGMMA.64x64x8.F32.TF32 HMMA.16816.F32.TF32"
     assert "want HGMMA only" in sass_audit.problems(_rows(mma=mixed))[0]
-    serialised = ("ptxas warning : (C7515) Potential Performance Loss: wgmma.mma_async "
-                  "instructions are serialized due to ...")
+    # As ptxas 12.8 prints it: an info line, not a warning.
+    serialised = ("ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async "
+                  "instructions are serialized due to non wgmma instructions defining "
+                  "accumulator registers of a wgmma between start and end of the pipeline "
+                  "stage in the function '_matmul_kernel'")
+    log = f"ptxas info    : Compiling entry function '_matmul_kernel'\n{serialised}\n"
+    assert sass_audit.notes(log) == serialised.strip()
     assert serialised in sass_audit.problems(_rows(warnings=serialised))[0]
+    # Known serialised plain tiles pass (KNOWN_SERIALISED); the same note elsewhere fails.
+    kernel, tile, dtype = sorted(sass_audit.KNOWN_SERIALISED)[0]
+    assert sass_audit.problems(_plain(warnings=serialised, tile=tile, dtype=dtype)) == []
+    assert sass_audit.problems(_plain(warnings=serialised))
     # A half-width tail variant larger than what its config is pruned by.
     df = _rows()
     tail = df.iloc[[0]].assign(half_tail=True, shared=df.shared.iloc[0] + 8)

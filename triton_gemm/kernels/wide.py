@@ -65,13 +65,15 @@ def _wide_kernel(a_desc, b_desc, c_desc, bh_desc, ch_desc, c_ptr, d_ptr,
         for ki in range(k_tiles):
             a, b = load_step(a_desc, b_desc, off_m, off_n, ki, A_M_MAJOR, B_K_MAJOR, UPCAST,
                              BK)
+            # The left part's wgmmas go before the right part's B is loaded: they then wait
+            # on A and B's barrier only (module docstring: 37.0 against 41.5 us).
+            acc = tl.dot(a, b, acc)
             if B_K_MAJOR:
                 b_h = bh_desc.load([off_n + BN, ki * BK]).T
             else:
                 b_h = bh_desc.load([ki * BK, off_n + BN])
             if UPCAST:
                 b_h = b_h.to(tl.float32)
-            acc = tl.dot(a, b, acc)
             acc_h = tl.dot(a, b_h, acc_h)
         store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                    stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False, BM, BN)
