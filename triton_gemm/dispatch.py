@@ -265,12 +265,12 @@ SLICED = True
 # times better than with the best of the persistent kernel's 128x128 and 128x256 tiles
 # (_wide_fills: tiles over the slots of the waves they take). The module docstring has the
 # probe (perf/wide_tile_probe.py, H100, fp16, graph us, persistent / 128x192, gain):
-# 1536x1536x4096 45.6 / 37.2 (1.33: 96 of 132 slots against 72 or 144 of 264), 1536x1536x8192
-# 82.0 / 66.2 (1.33); 3072x3072x4096 113.7 / 111.1 (1.11; its plan splits the waves,
-# wave_rows); losing where the gain is under 1: 1536x4608x4096 89.5 / 104.0 (0.89),
-# 1024x1536x4096 27.5 / 35.6 (0.66), 2048x4096x4096 nt 94.2 / 109.4 (0.92). Per unit of
-# area the 128x192 tile ran ~3% slower than 128x256 there (2048x4096x4096: 3 waves of 36.5
-# us against 2 of 47.0).
+# 1536x1536x4096 45.6 / 36.7 (1.33: 96 of 132 slots against 72 or 144 of 264), 1536x1536x8192
+# 82.0 / 65.7 (1.33), 1664x1536x4096 39.5 / 37.5 (1.33); 3072x3072x4096 113.7 / 111.1 (1.11;
+# its plan splits the waves, wave_rows); losing where the gain is under 1: 1536x4608x4096
+# 89.5 / 104.0 (0.89), 1024x1536x4096 27.5 / 35.6 (0.66), 2048x4096x4096 nt 94.2 / 109.4
+# (0.92). Per unit of area the 128x192 tile ran ~3% slower than 128x256 there
+# (2048x4096x4096: 3 waves of 36.5 us against 2 of 47.0).
 WIDE = True
 WIDE_MIN_GAIN = 1.2
 

@@ -6,12 +6,13 @@ Why: triton's blocks are powers of two, and the wave count of a mid-size product
 the tile. 1536x1536 is 144 tiles of 128x128 (a wave of 132 SMs and 12 more) or 72 of
 128x256 (60 SMs idle); 128x192 makes 96, one wave. cuBLAS runs 192x96 tiles there (128
 tiles; nvjet_sm90_hsh_192x96_64x5_1x2, perf/cublas_kernels.py), a height triton's warpgroups
-of 64 rows cannot split. perf/wide_tile_probe.py, H100, fp16 nn, CUDA-graph time after the
-L2 flush, three interleaved rounds, us, the library's persistent kernel (p_128x256x64_sub_ws)
-/ this tile (cuBLAS): 1536x1536x4096 45.6 / 37.2 (31.0), 1536x1536x8192 82.0 / 66.2 (58.1),
-3072x3072x4096 113.7 / 111.1 (105.6). Where it fills waves no better than the power-of-two
-tiles it loses: 1536x4608x4096 89.5 / 104.0 (91.6), 1024x1536x4096 27.5 / 35.6 (26.3),
-2048x4096x4096 nt 94.2 / 109.4 (93.6). dispatch.WIDE_MIN_GAIN decides.
+of 64 rows cannot split. perf/wide_tile_probe.py, H100, fp16, CUDA-graph time after the L2
+flush, three interleaved rounds, us, the library's persistent kernel (p_128x256x64_sub_ws) /
+this kernel (cuBLAS): 1536x1536x4096 45.6 / 36.7 (30.8), nt 45.2 / 36.9 (34.8),
+1536x1536x8192 82.0 / 65.7 (58.0), 1664x1536x4096 39.5 / 37.5 (37.6), 1536x1536x2048 23.7 /
+22.4 (18.7). Where it fills waves no better than the power-of-two tiles it loses (the same
+tile in the probe's kernel): 1536x4608x4096 89.5 / 104.0 (91.6), 1024x1536x4096 27.5 / 35.6
+(26.3), 2048x4096x4096 nt 94.2 / 109.4 (93.6). dispatch.WIDE_MIN_GAIN decides.
 
 The tile: 4 warps (one warpgroup issuing both accumulators' wgmmas), 4 stages. Same probe,
 1536x1536x4096 nn, us: 8 warps 42.0, 8 warps in 3 stages 43.1, 4 warps in 3 stages 41.9,
@@ -19,6 +20,9 @@ BK 32 in 6 stages 45.1, 8 warps warp-specialised 42.1 (4 warps warp-specialised 
 compile: triton 3.6's NVGPUWarpSpecialization pass fails). The K loop is not flattened into
 the tile loop (flatten=False): flattened, the two accumulators' zeroing at a tile's start
 sits between their wgmmas and ptxas serialises them (C7515; 56.3 us on 8 warps, 76.2 on 4).
+Each K step issues the left part's wgmmas before loading the right part's B: loaded first,
+both parts' barriers were waited on before any wgmma (41.5 against 37.0 us at nt, 39.6
+against 37.2 at nn; perf/sass_audit-style offline builds: same registers, 218, no spills).
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ def _wide_kernel(a_desc, b_desc, c_desc, bh_desc, ch_desc, c_ptr, d_ptr,
             a, b = load_step(a_desc, b_desc, off_m, off_n, ki, A_M_MAJOR, B_K_MAJOR, UPCAST,
                              BK)
             # The left part's wgmmas go before the right part's B is loaded: they then wait
-            # on A and B's barrier only (module docstring: 37.0 against 41.5 us).
+            # on A's and B's barrier only (module docstring: 37.0 against 41.5 us).
             acc = tl.dot(a, b, acc)
             if B_K_MAJOR:
                 b_h = bh_desc.load([off_n + BN, ki * BK]).T
