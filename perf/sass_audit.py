@@ -159,17 +159,23 @@ EPILOGUES = {"none": (False, False), "d": (True, False), "d_row": (True, True)}
 PLAIN_VARIANTS = {"half": [("fp16", "tf32")], "tf32": [("fp32", "tf32"), ("fp32", "tf32x3")]}
 KERNELS = ("persistent", "plain")
 _SERIALISED = re.compile(r"C75\d\d.*wgmma.*serializ", re.IGNORECASE)
-# (kernel, tile, dtype) whose wgmmas ptxas serialises (C7515) and that --check lets pass,
-# known since ptxas_report read ptxas's "info" lines (forty-fifth session; it had kept only
-# lines saying "warning", and C7515 comes as info, so no row ever showed it): plain-kernel
-# tiles, K-major B (tf32: 128x128x32 on 8 warps, 194 registers, and 256x128x32; the
-# seed ladder's warp tile) and h_128x256x64 with a D (255 registers, spilling). On Hopper
-# the persistent kernels take the single products these tiles would; the plain kernel runs
-# batched products and tunes among them. Not measured on a GPU; any other serialised
-# kernel fails the check.
+# (kernel, tile, dtype) whose wgmmas ptxas serialises (C7514 / C7515) and that --check lets
+# pass, known since ptxas_report read ptxas's "info" lines (forty-fifth session; it had kept
+# only lines saying "warning", these come as info, so no row ever showed them). Plain-kernel
+# tiles, K-major B (tf32: 128x128x32 on 8 warps, 194 registers, and 256x128x32; the seed
+# ladder's warp tile) and h_128x256x64 with a D (255 registers, spilling): on Hopper the
+# persistent kernels take the single products these tiles would; the plain kernel runs
+# batched products and tunes among them. The 3xTF32 split kernel's tiles that are not
+# warp-specialised (C7514: the flush every HI_FLUSH_K reads the hi accumulator between
+# wgmmas); its warp-specialised ps_128x128x32_sub_ws, which large products tune to (1201 us
+# against 1286 unspecialised at 4096^3, configs), is not serialised. None measured on a GPU
+# for what the serialising costs; any other serialised kernel fails the check.
 KNOWN_SERIALISED = {("plain", "h_128x256x64", "fp16"), ("plain", "t_128x128x32", "fp32"),
                     ("plain", "t_256x128x32", "fp32"),
-                    ("plain", "seed_warp_tile_double_buffer", "fp32")}
+                    ("plain", "seed_warp_tile_double_buffer", "fp32"),
+                    ("persistent", "ps_128x128x32_sub", "fp32"),
+                    ("persistent", "ps_128x64x32", "fp32"),
+                    ("persistent", "ps_128x64x16", "fp32")}
 
 
 def _shown(dtype: str, precision: str) -> str:

@@ -51,6 +51,22 @@ def randn(*shape, dtype=torch.float32):
     return torch.randn(tuple(shape), dtype=torch.float32, device=DEVICE).to(dtype)
 
 
+def stored(t: torch.Tensor, transposed: bool) -> torch.Tensor:
+    """t as is, or the same matrix stored the other way (the transpose of a contiguous one)."""
+    return t.t().contiguous().t() if transposed else t
+
+
+def single_plan(m, n, k, dtype=torch.float16, b_k_major=False, batch=1, precision="half",
+                sms=132):
+    """dispatch.plan for (batch, m, k) @ (batch, k, n) operands (B stored K-major with
+    b_k_major) on a GPU of `sms` SMs; meta-free empty CPU tensors (no data read)."""
+    from triton_gemm import dispatch
+    a = torch.empty(batch, m, k, dtype=dtype)
+    b = (torch.empty(batch, n, k, dtype=dtype).transpose(1, 2) if b_k_major
+         else torch.empty(batch, k, n, dtype=dtype))
+    return dispatch.plan(a, b, precision, sms)
+
+
 @pytest.fixture(autouse=True)
 def _seed_per_test(request):
     """Each test draws its own stream from the session seed and its name."""

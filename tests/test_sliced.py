@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import INTERPRETED, gpu_only, randn, requires_kernels
+from conftest import INTERPRETED, gpu_only, randn, requires_kernels, single_plan, stored
 import triton_gemm
 from triton_gemm import dispatch, last_config
 from triton_gemm.kernels import sliced
@@ -85,10 +85,6 @@ def tile(monkeypatch):
     return sliced.BM, sliced.BN, sliced.BK
 
 
-def _stored(t: torch.Tensor, transposed: bool) -> torch.Tensor:
-    """t as is, or the same matrix stored the other way (the transpose of a contiguous one)."""
-    return t.t().contiguous().t() if transposed else t
-
 
 @requires_kernels
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
@@ -103,8 +99,8 @@ def test_sliced_product_in_every_layout(tile, dtype, a_m_major, b_k_major, split
     k = split * sliced.MIN_SLICE_K + bk // 2 + 8
     sms = 6 * split
     assert sliced.slices(m, n, k, sms) == split
-    a = _stored(randn(m, k, dtype=dtype), a_m_major)
-    b = _stored(randn(k, n, dtype=dtype), b_k_major)
+    a = stored(randn(m, k, dtype=dtype), a_m_major)
+    b = stored(randn(k, n, dtype=dtype), b_k_major)
     bias = randn(n, dtype=dtype)
     assert sliced.supports(a, b, a.new_empty(m, n))
     ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * bias.double())
@@ -125,10 +121,10 @@ def test_sliced_fp32_product_on_k_major_operands(tile, precision, split):
     bm, bn, bk = tile
     m, n = 2 * bm + 8, bn + 24
     k = split * sliced.MIN_SLICE_K + bk // 4 + 4
-    a, b = randn(m, k), _stored(randn(k, n), True)
+    a, b = randn(m, k), stored(randn(k, n), True)
     d = randn(m, n)
     assert sliced.supports(a, b, d, precision) and not sliced.supports(a, b, d, "ieee")
-    assert not sliced.supports(_stored(a, True), b, d, precision)  # an M-major A
+    assert not sliced.supports(stored(a, True), b, d, precision)  # an M-major A
     out = torch.full((m, n), float("nan"), device=a.device)
     sliced.matmul_2d(a, b, out, d, alpha=1.5, beta=-1.0, precision=precision, sms=6 * split)
     assert last_config() == f"ks_{bm}x{bn}x{bk // 2}_s{split}"
@@ -157,27 +153,21 @@ def test_sliced_refuses_what_it_cannot_read():
     assert not sliced.supports(a[:, ::2], a[::2], a[:, :32])  # no unit stride
 
 
-def _plan(m, n, k, dtype=torch.float16, b_k_major=False, batch=1, precision="half"):
-    a = torch.empty(batch, m, k, dtype=dtype)
-    b = (torch.empty(batch, n, k, dtype=dtype).transpose(1, 2) if b_k_major
-         else torch.empty(batch, k, n, dtype=dtype))
-    return dispatch.plan(a, b, precision, 132)
-
 
 def test_16_bit_products_of_few_tiles_over_a_long_k_plan_the_sliced_kernel(monkeypatch):
     """Fewer 128x128 tiles than SMs, not mid-M, two or more slices in a wave: SLICED_PLAN;
     shallower K, a wave of tiles, mid-M weights, split-K sizes and batches keep theirs."""
     for m, n, k, b_k_major in ((1024, 1024, 8192, False), (1024, 1024, 8192, True),
                                (768, 768, 4096, False), (4096, 256, 8192, False)):
-        assert _plan(m, n, k, b_k_major=b_k_major) == dispatch.SLICED_PLAN, (m, n, k)
-    assert _plan(1024, 1024, 8192, torch.bfloat16) == dispatch.SLICED_PLAN
-    assert not _plan(1024, 1024, 2048).sliced
-    assert _plan(1536, 1536, 4096).persistent  # 144 tiles
-    assert _plan(128, 4096, 11008, b_k_major=True).persistent  # mid-M weight
-    assert _plan(256, 256, 32768).split_k
-    assert not _plan(1024, 1024, 8192, batch=2).sliced
+        assert single_plan(m, n, k, b_k_major=b_k_major) == dispatch.SLICED_PLAN, (m, n, k)
+    assert single_plan(1024, 1024, 8192, torch.bfloat16) == dispatch.SLICED_PLAN
+    assert not single_plan(1024, 1024, 2048).sliced
+    assert single_plan(1536, 1536, 4096).persistent  # 144 tiles
+    assert single_plan(128, 4096, 11008, b_k_major=True).persistent  # mid-M weight
+    assert single_plan(256, 256, 32768).split_k
+    assert not single_plan(1024, 1024, 8192, batch=2).sliced
     monkeypatch.setattr(dispatch, "SLICED", False)
-    assert not _plan(1024, 1024, 8192).sliced
+    assert not single_plan(1024, 1024, 8192).sliced
 
 
 # At the rule's edges on 132 SMs: 66 tiles of 128x128 and K of two MIN_SLICE_K (two slices);
@@ -189,18 +179,18 @@ THRESHOLDS = [((768, 1408, 2 * sliced.MIN_SLICE_K), 2), ((768, 1536, 2 * sliced.
 def test_the_rule_at_its_thresholds():
     for (m, n, k), split in THRESHOLDS:
         assert sliced.slices(m, n, k, 132) == split
-        assert _plan(m, n, k).sliced == (split > 1), (m, n, k)
+        assert single_plan(m, n, k).sliced == (split > 1), (m, n, k)
 
 
 def test_fp32_tensor_core_products_of_few_tiles_plan_k_major_operands_sliced():
     """tf32 and 3xTF32: sliced on K-major operands, a row-major B copied K-major (the
     plan's b_k_major); fp32 FMA (ieee) never."""
     for precision in ("tf32", "tf32x3"):
-        nn = _plan(1024, 1024, 8192, torch.float32, precision=precision)
+        nn = single_plan(1024, 1024, 8192, torch.float32, precision=precision)
         assert nn.sliced and nn.b_k_major and not nn.a_k_major, (precision, nn)
-        nt = _plan(768, 768, 4096, torch.float32, b_k_major=True, precision=precision)
+        nt = single_plan(768, 768, 4096, torch.float32, b_k_major=True, precision=precision)
         assert nt == dispatch.SLICED_PLAN, (precision, nt)
-    assert not _plan(1024, 1024, 8192, torch.float32, precision="ieee").sliced
+    assert not single_plan(1024, 1024, 8192, torch.float32, precision="ieee").sliced
 
 
 @gpu_only

@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import gpu_only, randn, requires_kernels
+from conftest import gpu_only, randn, requires_kernels, single_plan, stored
 import triton_gemm
 from triton_gemm import dispatch, last_config
 from triton_gemm.kernels import wide
@@ -24,10 +24,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 NAME = f"w_{wide.BM}x{wide.WIDTH}x{wide.BK}"
 
-
-def _stored(t: torch.Tensor, transposed: bool) -> torch.Tensor:
-    """t as is, or the same matrix stored the other way (the transpose of a contiguous one)."""
-    return t.t().contiguous().t() if transposed else t
 
 
 @requires_kernels
@@ -39,8 +35,8 @@ def test_wide_product_in_every_layout(dtype, a_m_major, b_k_major):
     column of tiles cut inside its 128-column part, K past whole steps, more tiles than
     programs (each walks two)."""
     m, n, k = wide.BM + 8, wide.WIDTH + 104, 2 * wide.BK + 32  # rows of 320 bytes: on sectors
-    a = _stored(randn(m, k, dtype=dtype), a_m_major)
-    b = _stored(randn(k, n, dtype=dtype), b_k_major)
+    a = stored(randn(m, k, dtype=dtype), a_m_major)
+    b = stored(randn(k, n, dtype=dtype), b_k_major)
     bias = randn(n, dtype=dtype)
     assert wide.supports(a, b, a.new_empty(m, n)) and wide.tiles(m, n) == 4
     ref = torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * bias.double())
@@ -85,12 +81,6 @@ def test_wide_refuses_what_it_cannot_read():
     assert not wide.supports(off_sector, off_sector, off_sector)
 
 
-def _plan(m, n, k, dtype=torch.float16, b_k_major=False, batch=1, precision="half"):
-    a = torch.empty(batch, m, k, dtype=dtype)
-    b = (torch.empty(batch, n, k, dtype=dtype).transpose(1, 2) if b_k_major
-         else torch.empty(batch, k, n, dtype=dtype))
-    return dispatch.plan(a, b, precision, 132)
-
 
 def test_the_rule_at_the_measured_shapes():
     """132 SMs: the shapes of dispatch.WIDE_MIN_GAIN's probe, on the side the probe found."""
@@ -107,14 +97,14 @@ def test_16_bit_products_that_fill_waves_better_plan_the_wide_kernel(monkeypatch
     (3072^3: wave_rows) and the switch off keep theirs."""
     for dtype in (torch.float16, torch.bfloat16):
         for b_k_major in (False, True):
-            p = _plan(1536, 1536, 4096, dtype, b_k_major)
+            p = single_plan(1536, 1536, 4096, dtype, b_k_major)
             assert p == dispatch.Plan(False, False, False, persistent=True, wide=True), p
-    assert not _plan(1536, 1536, 4096, torch.float32, precision="tf32").wide
-    assert not _plan(1536, 1536, 4096, batch=2).wide
-    assert not _plan(3072, 3072, 4096).wide
-    assert not _plan(1536, 4608, 4096).wide
+    assert not single_plan(1536, 1536, 4096, torch.float32, precision="tf32").wide
+    assert not single_plan(1536, 1536, 4096, batch=2).wide
+    assert not single_plan(3072, 3072, 4096).wide
+    assert not single_plan(1536, 4608, 4096).wide
     monkeypatch.setattr(dispatch, "WIDE", False)
-    assert not _plan(1536, 1536, 4096).wide
+    assert not single_plan(1536, 1536, 4096).wide
 
 
 _COMPILE = """
