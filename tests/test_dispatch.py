@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from conftest import CASE_IDS, CASES, DEVICE, randn, requires_kernels
+from conftest import CASE_IDS, CASES, DEVICE, randn, requires_kernels, single_plan
+import triton_gemm
 from triton_gemm import configs, dispatch, last_config
 from triton_gemm.kernels import persistent as _persistent
 from triton_gemm.kernels.common import hopper
@@ -1119,9 +1120,16 @@ def test_persistent_family_by_shape():
     half = torch.float16
     assert configs.persistent_family(half, False, 128, 4096, 132) == "half_mid"
     assert configs.persistent_family(torch.bfloat16, False, 256, 4096, 132) == "half_mid"
-    # Past MID_M_MAX rows, "half" even with fewer tiles than SMs (1000^3: 64 tiles).
-    assert configs.persistent_family(half, False, 257, 4096, 132) == "half"
-    assert configs.persistent_family(half, False, 1000, 1000, 132) == "half"
+    # Past MID_M_MAX rows, "half" with fewer tiles than SMs but for SMALL_WAVE_MIN_TILES
+    # (64) to half the SMs' count (66): 1000^3 and 1024^3 are 64 tiles.
+    assert configs.persistent_family(half, False, 257, 4096, 132) == "half"  # 96 tiles
+    assert configs.persistent_family(half, False, 1000, 1000, 132) == "half_mid"
+    assert configs.persistent_family(half, False, 768, 1408, 132) == "half_mid"  # 66 tiles
+    assert configs.persistent_family(half, False, 1024, 1056, 132) == "half"  # 72 tiles
+    assert configs.persistent_family(half, False, 1024, 1024, 120) == "half"  # 64 > 120 // 2
+    assert configs.persistent_family(half, False, 1024, 896, 132) == "half"  # 56 tiles
+    assert configs.persistent_family(half, False, 2000, 1000, 132) == "half"  # 128 tiles
+    assert configs.persistent_family(torch.float32, False, 1024, 1024, 132) == "tf32"
     assert configs.persistent_family(half, False, 1024, 2176, 132) == "half"  # 136 tiles
     assert configs.persistent_family(half, False, 2048, 2048, 132) == "half"  # 256 tiles
     assert configs.persistent_family(torch.float32, False, 1000, 1000, 132) == "tf32"
@@ -1129,6 +1137,46 @@ def test_persistent_family_by_shape():
     assert configs.persistent_family(torch.float32, False, 128, 4096, 132) == "tf32_mid"
     assert configs.persistent_family(torch.float32, False, 512, 4096, 132) == "tf32"
     assert configs.persistent_family(torch.float32, True, 128, 4096, 132) == "split"
+
+
+def test_small_waves_of_aligned_16_bit_products_plan_the_persistent_kernel(monkeypatch):
+    """SMALL_WAVE: 64 to 66 tiles of 128x128 on 132 SMs, aligned 16-bit operands too shallow
+    for K slices: persistent (its mid tiles); more tiles, fewer, K slices, fp32, batches and
+    the switch off keep their plans."""
+    for m, n, k, b_k_major in ((1024, 1024, 1024, False), (1024, 1024, 1024, True),
+                               (1024, 1024, 2048, False), (768, 1408, 2048, False)):
+        for dtype in (torch.float16, torch.bfloat16):
+            p = single_plan(m, n, k, dtype, b_k_major)
+            assert p == dispatch.Plan(False, False, False, persistent=True), (m, n, k, p)
+    assert not single_plan(1024, 1056, 1024).persistent  # 72 tiles: the plain kernel
+    assert not single_plan(1024, 896, 1024).persistent  # 56 tiles
+    assert single_plan(1024, 1024, 8192).sliced
+    assert not single_plan(1024, 1024, 1024, torch.float32, precision="tf32").persistent
+    assert not single_plan(1024, 1024, 1024, batch=2).persistent
+    assert not single_plan(1024, 1024, 1024, sms=120).persistent  # 64 tiles > 120 // 2
+    monkeypatch.setattr(dispatch, "SMALL_WAVE", False)
+    assert not single_plan(1024, 1024, 1024).persistent
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="the persistent TMA kernel runs on the GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_small_wave_products_run_on_the_mid_tiles(dtype):
+    """1024^3 and a linear layer of 1024x1024x2048 with a bias: the persistent kernel's mid
+    tiles on Hopper with 132 SMs, right on a NaN-poisoned output."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if sms != 132 or not hopper(torch.device("cuda")):
+        pytest.skip("the rule's tile counts are set for 132 SMs of a Hopper GPU")
+    mid = {configs.config_name(c, "half_mid") for c in configs.persistent_configs("half_mid")}
+    a, b = randn(1024, 1024, dtype=dtype), randn(1024, 1024, dtype=dtype)
+    out = torch.full((1024, 1024), float("nan"), dtype=dtype, device=a.device)
+    triton_gemm.matmul(a, b, out=out)
+    assert last_config() in mid, last_config()
+    assert_close(out, a.double() @ b.double(), dtype, None, "1024^3")
+    x, w = randn(1024, 2048, dtype=dtype), randn(1024, 2048, dtype=dtype)
+    bias = randn(1024, dtype=dtype)
+    y = triton_gemm.linear(x, w, bias)
+    assert last_config() in mid, last_config()
+    assert_close(y, x.double() @ w.double().T + bias.double(), dtype, None, "linear")
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="the mid-M plan needs the GPU's TMA kernel")

@@ -238,10 +238,24 @@ def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int)
     14.0 / 10.3 (bf16) against cuBLAS 12.0 / 8.2 and 11.5 / 8.3 (nineteenth session)."""
     if split:
         return "split"
-    mid = m <= MID_M_MAX and -(-m // 128) * -(-n // 128) < sms
+    tiles = -(-m // 128) * -(-n // 128)
     if dtype not in (torch.float16, torch.bfloat16):
-        return "tf32_mid" if mid else "tf32"
+        return "tf32_mid" if m <= MID_M_MAX and tiles < sms else "tf32"
+    mid = tiles < sms and (m <= MID_M_MAX or SMALL_WAVE_MIN_TILES <= tiles <= sms // 2)
     return "half_mid" if mid else "half"
+
+
+# 16-bit products of more than MID_M_MAX rows whose 128x128 tiles, SMALL_WAVE_MIN_TILES or
+# more (1024^3: 64), fill at most half the SMs tune over the mid tiles too, whose 128x64
+# tiles then fill one wave (dispatch.SMALL_WAVE sends the aligned ones to the persistent
+# kernel). perf/tile_probe.py --graph --rounds 3, H100, fp16,
+# CUDA-graph time after the flush, us, the plain kernel as the library tuned it
+# (h_64x128x64) / persistent 128x64x128 4 warps 4 stages (pm_128x64x128) / 128x128x64 4
+# warps (the "half" family's p_128x128x64_w4) (cuBLAS): 1024^3 10.5 / 10.1 / 12.1 (9.6),
+# nt 11.4 / 10.2 / 12.0 (9.8), 1024x1024x2048 15.2 / 14.0 / 16.8 (13.0). With more tiles
+# the mid family lost: 2000x1000x1000 (128 tiles) tuned to pm_128x128x64_s6, 16.8 against
+# 16.2 on p_128x128x64_w4 (the library, same timing; cuBLAS 15.0).
+SMALL_WAVE_MIN_TILES = 64
 
 
 # The split-K kernel (kernels/splitk.py): (name, BM, BN, BK, SPLIT, num_warps, num_stages).

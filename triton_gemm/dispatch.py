@@ -287,6 +287,17 @@ def _wide_fills(m: int, n: int, sms: int) -> bool:
     return _wave_fill(_wide.tiles(m, n), sms) >= WIDE_MIN_GAIN * best
 
 
+# Aligned 16-bit products of configs.SMALL_WAVE_MIN_TILES to half the SMs' count of 128x128
+# tiles, too shallow for K slices (sliced.slices), run on the persistent kernel's mid tiles
+# (configs.persistent_family: 128x64 tiles then fill one wave) instead of the plain
+# kernel's. The library, H100, fp16, CUDA-graph time after the flush, three interleaved
+# rounds, us, plain -> persistent (cuBLAS): 1024^3 11.1 -> 10.5 (9.6), 1024x1024x2048 15.3
+# -> 13.8 (12.6); bf16 1024^3 11.0 -> 10.1 (9.4), nt 11.6 -> 10.3 (9.7), 1024x1024x2048 15.0
+# -> 13.6 (12.7); 1000^3 (persistent before, on the 128x128 tiles) 13.5 -> 13.0 (12.4).
+# Not past half the SMs, where the persistent kernel runs 128x128 tiles: mixed (96 to 128
+# tiles, same probe: 1536x1024x2048 nt 19.9 -> 17.8, 1280x1280x2048 17.1 -> 18.0,
+# 1024x1536x1024 12.4 -> 12.4, 1024x2048x1024 13.0 -> 12.9).
+SMALL_WAVE = True
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
 # cuBLAS 176 us (memory floor ~157 us), reading B once but computing 8x the rows.
@@ -528,7 +539,11 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
             direct = None  # padded copies instead
     mid_m = ((precision == "half" or (precision == "tf32" and sb[1] == 1))
              and SKINNY_M < m <= configs.MID_M_MAX and n * k >= MID_MIN_WEIGHT)
-    persistent = tma_kernel and (tiles >= sms or mid_m)
+    small_wave = (SMALL_WAVE and precision == "half" and not pad and sms is not None
+                  and configs.SMALL_WAVE_MIN_TILES <= tiles <= sms // 2
+                  and _sliced.slices(m, n, k, sms) == 1)
+    persistent = tma_kernel and (tiles >= sms or mid_m or small_wave)
+    mid = mid_m or small_wave  # the persistent kernel's mid tiles (configs.persistent_family)
     if (SLICED and tma_kernel and not persistent and not pad
             and (precision == "half" or (sa[2] == 1 or a_k_major) and (sb[1] == 1 or b_k_major))
             and _sliced.slices(m, n, k, sms) > 1):
@@ -540,9 +555,9 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
     cut_cols = pad or a_k_major or a_runs
     if direct is not None:
         cut_rows, cut_cols = direct[1] or b_runs, direct[0] or a_runs
-    core = (_fringe_core(m, n, sms, cut_rows, cut_cols) if persistent and not mid_m
+    core = (_fringe_core(m, n, sms, cut_rows, cut_cols) if persistent and not mid
             else None)
-    wave_rows = (_wave_rows(m, n, sms) if persistent and not mid_m and core is None
+    wave_rows = (_wave_rows(m, n, sms) if persistent and not mid and core is None
                  and precision in ("half", "tf32") else None)
     if (precision == "tf32x3" and persistent and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
             and k >= SPLIT_TF32_MIN_K and tiles >= SPLIT_TF32_MIN_TILES_PER_SM * sms
@@ -553,12 +568,12 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         # store's conversion buffer leaves the split tiles short of shared memory.
         return SPLIT_TF32
     if (REGISTER_FED and precision == "tf32" and persistent and not pad and direct is None
-            and core is None and wave_rows is None and not mid_m and a_k_major != b_k_major):
+            and core is None and wave_rows is None and not mid and a_k_major != b_k_major):
         # One operand MN-major, the other K-major: see REGISTER_FED. The copy stays in the
         # plan for the calls the kernel does not take (an epilogue, unaligned rows).
         return Plan(False, a_k_major, b_k_major, persistent=True, register_fed=True)
     if (WIDE and precision == "half" and persistent and not pad and direct is None
-            and not mid_m and core is None and wave_rows is None and _wide_fills(m, n, sms)):
+            and not mid and core is None and wave_rows is None and _wide_fills(m, n, sms)):
         return Plan(False, False, False, persistent=True, wide=True)
     if direct is not None:
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
