@@ -77,6 +77,12 @@ def candidate_plans(a, b, precision: str) -> dict:
         rows = dispatch._wave_rows(a.shape[1], b.shape[2], sms)
         if rows is not None:
             plans["auto_wave_cut"] = auto._replace(wave_rows=rows)
+    if precision == "half":
+        # The persistent kernel on the operands as given (dispatch.SMALL_WAVE takes its mid
+        # tiles for some products of fewer tiles than SMs) and kernels/wide.py's 128x192
+        # tiles (dispatch.WIDE), wherever the rules would not take them.
+        plans["persistent"] = dispatch.Plan(False, False, False, True)
+        plans["wide"] = dispatch.Plan(False, False, False, True, wide=True)
     if precision == "tf32x3":
         # K-major copies on the persistent kernel, split by tl.dot in the K loop, against
         # halves staged once (dispatch.SPLIT_TF32).
