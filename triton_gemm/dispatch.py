@@ -296,7 +296,13 @@ def _wide_fills(m: int, n: int, sms: int) -> bool:
 # -> 13.6 (12.7); 1000^3 (persistent before, on the 128x128 tiles) 13.5 -> 13.0 (12.4).
 # Not past half the SMs, where the persistent kernel runs 128x128 tiles: mixed (96 to 128
 # tiles, same probe: 1536x1024x2048 nt 19.9 -> 17.8, 1280x1280x2048 17.1 -> 18.0,
-# 1024x1536x1024 12.4 -> 12.4, 1024x2048x1024 13.0 -> 12.9).
+# 1024x1536x1024 12.4 -> 12.4, 1024x2048x1024 13.0 -> 12.9). Nor tf32 (tried, not kept;
+# same probe, us, plain (B staged K-major for nn) -> persistent on the tf32_mid tiles / on
+# the tf32 tiles (cuBLAS tf32)): 1024^3 nn 20.9 -> 19.7 / 19.4 (17.9), nt 16.7 -> 15.0 /
+# 16.6 (17.1), tn 22.0 -> - / 21.4 (20.9), 1024x1024x2048 30.9 -> 28.5 / 28.9 (26.0),
+# 768x1408x2048 nt 25.9 -> 23.3 / 27.0 (27.9), but 1000^3 (persistent before, on the tf32
+# tiles' pt_128x64x32) 19.9 -> 23.6 on the tf32_mid tiles (19.6): which family wins depends
+# on the layout and on the plan, which configs.persistent_family does not see.
 SMALL_WAVE = True
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
