@@ -1139,44 +1139,52 @@ def test_persistent_family_by_shape():
     assert configs.persistent_family(torch.float32, True, 128, 4096, 132) == "split"
 
 
-def test_small_waves_of_aligned_16_bit_products_plan_the_persistent_kernel(monkeypatch):
+def test_small_waves_of_aligned_products_plan_the_persistent_kernels_mid_tiles(monkeypatch):
     """SMALL_WAVE: 64 to 66 tiles of 128x128 on 132 SMs, aligned 16-bit operands too shallow
-    for K slices: persistent (its mid tiles); more tiles, fewer, K slices, fp32, batches and
-    the switch off keep their plans."""
+    for K slices: persistent on its mid tiles (Plan.mid_tiles); tf32 the same, a row-major B
+    staged K-major; more tiles, fewer, K slices, ieee, tf32x3, batches and the switch off
+    keep their plans."""
+    mid = dispatch.Plan(False, False, False, persistent=True, mid_tiles=True)
     for m, n, k, b_k_major in ((1024, 1024, 1024, False), (1024, 1024, 1024, True),
                                (1024, 1024, 2048, False), (768, 1408, 2048, False)):
         for dtype in (torch.float16, torch.bfloat16):
             p = single_plan(m, n, k, dtype, b_k_major)
-            assert p == dispatch.Plan(False, False, False, persistent=True), (m, n, k, p)
+            assert p == mid, (m, n, k, p)
+        p = single_plan(m, n, k, torch.float32, b_k_major, precision="tf32")
+        assert p == mid._replace(b_k_major=not b_k_major), (m, n, k, p)
     assert not single_plan(1024, 1056, 1024).persistent  # 72 tiles: the plain kernel
     assert not single_plan(1024, 896, 1024).persistent  # 56 tiles
     assert single_plan(1024, 1024, 8192).sliced
-    assert not single_plan(1024, 1024, 1024, torch.float32, precision="tf32").persistent
+    for precision in ("ieee", "tf32x3"):
+        p = single_plan(1024, 1024, 1024, torch.float32, precision=precision)
+        assert not p.mid_tiles, (precision, p)
     assert not single_plan(1024, 1024, 1024, batch=2).persistent
+    assert not single_plan(1000, 1000, 1000, torch.float32, precision="tf32").mid_tiles
     assert not single_plan(1024, 1024, 1024, sms=120).persistent  # 64 tiles > 120 // 2
     monkeypatch.setattr(dispatch, "SMALL_WAVE", False)
     assert not single_plan(1024, 1024, 1024).persistent
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="the persistent TMA kernel runs on the GPU")
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_small_wave_products_run_on_the_mid_tiles(dtype):
-    """1024^3 and a linear layer of 1024x1024x2048 with a bias: the persistent kernel's mid
-    tiles on Hopper with 132 SMs, right on a NaN-poisoned output."""
+    """1024^3 and a linear layer of 1024x1024x2048 with a bias (fp32 at tf32): the
+    persistent kernel's mid tiles on Hopper with 132 SMs, right on a NaN-poisoned output."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if sms != 132 or not hopper(torch.device("cuda")):
         pytest.skip("the rule's tile counts are set for 132 SMs of a Hopper GPU")
-    mid = {configs.config_name(c, "half_mid") for c in configs.persistent_configs("half_mid")}
+    precision, family = ("tf32", "tf32_mid") if dtype == torch.float32 else (None, "half_mid")
+    mid = {configs.config_name(c, family) for c in configs.persistent_configs(family)}
     a, b = randn(1024, 1024, dtype=dtype), randn(1024, 1024, dtype=dtype)
     out = torch.full((1024, 1024), float("nan"), dtype=dtype, device=a.device)
-    triton_gemm.matmul(a, b, out=out)
+    triton_gemm.matmul(a, b, out=out, precision=precision)
     assert last_config() in mid, last_config()
-    assert_close(out, a.double() @ b.double(), dtype, None, "1024^3")
+    assert_close(out, a.double() @ b.double(), dtype, precision, "1024^3")
     x, w = randn(1024, 2048, dtype=dtype), randn(1024, 2048, dtype=dtype)
     bias = randn(1024, dtype=dtype)
-    y = triton_gemm.linear(x, w, bias)
+    y = triton_gemm.linear(x, w, bias, precision=precision)
     assert last_config() in mid, last_config()
-    assert_close(y, x.double() @ w.double().T + bias.double(), dtype, None, "linear")
+    assert_close(y, x.double() @ w.double().T + bias.double(), dtype, precision, "linear")
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="the mid-M plan needs the GPU's TMA kernel")

@@ -296,13 +296,14 @@ def _wide_fills(m: int, n: int, sms: int) -> bool:
 # -> 13.6 (12.7); 1000^3 (persistent before, on the 128x128 tiles) 13.5 -> 13.0 (12.4).
 # Not past half the SMs, where the persistent kernel runs 128x128 tiles: mixed (96 to 128
 # tiles, same probe: 1536x1024x2048 nt 19.9 -> 17.8, 1280x1280x2048 17.1 -> 18.0,
-# 1024x1536x1024 12.4 -> 12.4, 1024x2048x1024 13.0 -> 12.9). Nor tf32 (tried, not kept;
-# same probe, us, plain (B staged K-major for nn) -> persistent on the tf32_mid tiles / on
-# the tf32 tiles (cuBLAS tf32)): 1024^3 nn 20.9 -> 19.7 / 19.4 (17.9), nt 16.7 -> 15.0 /
-# 16.6 (17.1), tn 22.0 -> - / 21.4 (20.9), 1024x1024x2048 30.9 -> 28.5 / 28.9 (26.0),
-# 768x1408x2048 nt 25.9 -> 23.3 / 27.0 (27.9), but 1000^3 (persistent before, on the tf32
-# tiles' pt_128x64x32) 19.9 -> 23.6 on the tf32_mid tiles (19.6): which family wins depends
-# on the layout and on the plan, which configs.persistent_family does not see.
+# 1024x1536x1024 12.4 -> 12.4, 1024x2048x1024 13.0 -> 12.9). tf32 products too, K-major
+# (B staged K-major for nn, as the plain kernel had it), on the tf32_mid tiles, which the
+# plan asks for (Plan.mid_tiles): same probe, us, plain -> persistent on the tf32_mid tiles
+# / on the tf32 tiles (cuBLAS tf32): 1024^3 nn 20.9 -> 19.7 / 19.4 (17.9), nt 16.7 -> 15.0 /
+# 16.6 (17.1), 1024x1024x2048 30.9 -> 28.5 / 28.9 (26.0), 768x1408x2048 nt 25.9 -> 23.3 /
+# 27.0 (27.9). Not 1000^3 tf32 (a direct plan on the tf32 tiles' pt_128x64x32, 19.9 against
+# 23.6 on the tf32_mid ones; cuBLAS 19.6): configs.persistent_family keeps fp32 products of
+# more than MID_M_MAX rows on the tf32 tiles unless the plan asks.
 SMALL_WAVE = True
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
@@ -442,6 +443,8 @@ class Plan(NamedTuple):
                           # else the plain kernel
     wide: bool = False  # 16-bit persistent: kernels/wide.py's 128x192 tiles (WIDE), where
                         # it can take the call; else the persistent kernel
+    mid_tiles: bool = False  # persistent: tune over the mid-M tiles whatever the rows
+                             # (SMALL_WAVE)
 
     @property
     def copies(self) -> bool:
@@ -545,7 +548,9 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
             direct = None  # padded copies instead
     mid_m = ((precision == "half" or (precision == "tf32" and sb[1] == 1))
              and SKINNY_M < m <= configs.MID_M_MAX and n * k >= MID_MIN_WEIGHT)
-    small_wave = (SMALL_WAVE and precision == "half" and not pad and sms is not None
+    k_major_ready = (sa[2] == 1 or a_k_major) and (sb[1] == 1 or b_k_major)
+    small_wave = (SMALL_WAVE and not pad and sms is not None
+                  and (precision == "half" or precision == "tf32" and k_major_ready)
                   and configs.SMALL_WAVE_MIN_TILES <= tiles <= sms // 2
                   and _sliced.slices(m, n, k, sms) == 1)
     persistent = tma_kernel and (tiles >= sms or mid_m or small_wave)
@@ -597,7 +602,8 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
     b_n_major = (fma_plain and not pad and sb[2] != 1
                  and (m >= FMA_STAGE_B_MIN_M or b_as_given))
     return Plan(pad, a_k_major, b_k_major, persistent, split_k, core=core,
-                a_m_major=a_m_major, b_n_major=b_n_major, wave_rows=wave_rows)
+                a_m_major=a_m_major, b_n_major=b_n_major, wave_rows=wave_rows,
+                mid_tiles=small_wave)
 
 
 # The persistent kernel's tiles are whole multiples of FRINGE_TILE rows and columns; on large
@@ -1123,7 +1129,7 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
         _persistent.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                               precision=precision, activation=activation,
                               lo=None if lo is None else (lo.a[0], lo.b[0, :, :n]),
-                              trigger=trigger)
+                              trigger=trigger, mid_tiles=p.mid_tiles)
         return
     if (precision == "ieee" and lo is None and d is None and alpha == 1 and activation == 0
             and a.shape[0] == 1 and min(out.shape[1], n) >= SIMT_TMA_MIN

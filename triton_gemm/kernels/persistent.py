@@ -568,7 +568,7 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str
 
 
 def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activation=0,
-              config=None, lo=None, trigger=False):
+              config=None, lo=None, trigger=False, mid_tiles=False):
     """out = alpha * a @ b + beta * d on 2-D operands that supports() accepts.
 
     d: None or broadcastable to out by strides. config pins a triton.Config (tests).
@@ -578,7 +578,9 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     lo: (a_lo, b_lo) for 3xTF32 from staged halves (copy.split_job): a and b then hold the
     tf32-rounded operands, B K-major, and each lo its remainder with the same strides; or
     one of a and b is the operand itself, its lo from copy.remainder_job (GPUs in
-    dispatch.RAW_HI_CAPABILITIES only)."""
+    dispatch.RAW_HI_CAPABILITIES only).
+    mid_tiles: tune over the mid-M tiles ("half_mid" / "tf32_mid") whatever the rows (not
+    with lo; dispatch.SMALL_WAVE); else configs.persistent_family decides."""
     split = lo is not None
     if split and not (a.stride(1) == 1 and _b_k_major(b) and all(
             t.dtype == torch.float32 and t.stride() == h.stride() and t.shape == h.shape
@@ -595,6 +597,8 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     tuning = tuning_args(m, n, k, a, b)
     c_tma = _tma_ok(out, out.stride(0))
     family = configs.persistent_family(a.dtype, split, m, n, num_sms)
+    if mid_tiles and not split:
+        family = "tf32_mid" if a.dtype == torch.float32 else "half_mid"
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.persistent_default_config(family)
     planes = a_planes(a, split, has_d and not _d_row(has_d, d), b)
