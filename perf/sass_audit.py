@@ -168,8 +168,13 @@ _SERIALISED = re.compile(r"C75\d\d.*wgmma.*serializ", re.IGNORECASE)
 # batched products and tunes among them. The 3xTF32 split kernel's tiles that are not
 # warp-specialised (C7514: the flush every HI_FLUSH_K reads the hi accumulator between
 # wgmmas); its warp-specialised ps_128x128x32_sub_ws, which large products tune to (1201 us
-# against 1286 unspecialised at 4096^3, configs), is not serialised. None measured on a GPU
-# for what the serialising costs; any other serialised kernel fails the check.
+# against 1286 unspecialised at 4096^3, configs), is not serialised. The plain tf32 tiles
+# cost (H100, batched tf32 with a K-major B, as q @ k^T, CUDA-graph time after the flush,
+# us, a probe, forty-fifth session): 8 x 1024^3 t_128x128x32 88.4 against 71.2 on its 4-warp
+# twin, t_256x128x32 77.7, seed warp tile 139.1; the tuner took t_128x256x32 (67.3; cuBLAS
+# 64.8), as at 16 x 2048x2048x128 (151.1; 187.0 / 170.8 / 169.8 / 207.9; cuBLAS 119.3) and 4 x
+# 2048^3 (220.8; 306.0 / 247.8 / 261.9 / 500.2; cuBLAS 203.4). Any other serialised kernel
+# fails the check.
 KNOWN_SERIALISED = {("plain", "h_128x256x64", "fp16"), ("plain", "t_128x128x32", "fp32"),
                     ("plain", "t_256x128x32", "fp32"),
                     ("plain", "seed_warp_tile_double_buffer", "fp32"),
