@@ -4,9 +4,13 @@ The GPU suite runs the same tests at larger shapes and adds dtypes the interpret
 check (a bf16 dot). Without CUDA and without TRITON_INTERPRET=1 the kernel tests skip.
 """
 
+import json
 import os
 import random
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
 import pytest
 import torch
@@ -49,6 +53,18 @@ def pytest_report_header(config):
 def randn(*shape, dtype=torch.float32):
     """Fresh N(0, 1) data on the suite's device."""
     return torch.randn(tuple(shape), dtype=torch.float32, device=DEVICE).to(dtype)
+
+
+def offline_build(script: str, *args) -> dict:
+    """The JSON a compile script prints last, run with json.dumps(args) as its argument in
+    a subprocess from the repository root without the interpreter (triton.compile for a GPU
+    target needs it off); fails the test with the script's stderr if it fails."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(list(args))],
+                          cwd=Path(__file__).resolve().parent.parent, env=env, check=False,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def stored(t: torch.Tensor, transposed: bool) -> torch.Tensor:

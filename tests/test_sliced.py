@@ -4,9 +4,6 @@ interpreter on a small tile, the GPU on the module's), its sm_90a build (offline
 slice rule and its thresholds, which plans dispatch makes for it, the library's calls that
 run there (GPU), and the probe's tile setting."""
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import INTERPRETED, gpu_only, randn, requires_kernels, single_plan, stored
+from conftest import (INTERPRETED, gpu_only, offline_build, randn, requires_kernels,
+                      single_plan, stored)
 import triton_gemm
 from triton_gemm import dispatch, last_config
 from triton_gemm.kernels import sliced
@@ -61,12 +59,7 @@ def test_the_kernel_compiles_to_wgmma_without_spills(dtype, a_m_major, b_k_major
     """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off), every
     16-bit operand layout and fp32 K-major ones in 3xTF32: HGMMA (wgmma, not HMMA), no
     spills, the ring within the H100's shared memory."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _COMPILE,
-                           json.dumps([dtype, a_m_major, b_k_major])], cwd=ROOT, env=env,
-                          check=False, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = offline_build(_COMPILE, *[dtype, a_m_major, b_k_major])
     assert "HGMMA" in report["mma"] and "HMMA" not in report["mma"].replace("HGMMA", ""), report
     assert report["spill_stores"] == 0 and report["spill_loads"] == 0, report
     from perf import sass_audit

@@ -4,9 +4,6 @@ interpreter and the GPU), its sm_90a build (offline: wgmma, no spills, none seri
 dispatch's rule (WIDE_MIN_GAIN) and its plans, the library's calls that run there (GPU),
 and the probe's kernel."""
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import gpu_only, randn, requires_kernels, single_plan, stored
+from conftest import gpu_only, offline_build, randn, requires_kernels, single_plan, stored
 import triton_gemm
 from triton_gemm import dispatch, last_config
 from triton_gemm.kernels import wide
@@ -142,16 +139,10 @@ _BUILDS = [(a_m_major, b_k_major, False) for a_m_major in (False, True)
                          ids=[f"{'a_col' if am else 'a_row'}-{'b_col' if bk else 'b_row'}"
                               f"{'-bias' if d else ''}" for am, bk, d in _BUILDS])
 def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(a_m_major, b_k_major, has_d):
-    """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off), each
-    operand layout and a bias row (D_ROW): HGMMA 64x128 and 64x64 (not HMMA), no ptxas note that it
-    serialised them (C7515: the reason the K loop is not flattened), no spills, within the
-    H100's shared memory."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _COMPILE,
-                           json.dumps([a_m_major, b_k_major, has_d])], cwd=ROOT, env=env,
-                          check=False, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    """Offline for sm_90a, each operand layout and a bias row (D_ROW): HGMMA 64x128 and
+    64x64 (not HMMA), no ptxas note that it serialised them (C7515: the reason the K loop is
+    not flattened), no spills, within the H100's shared memory."""
+    report = offline_build(_COMPILE, *[a_m_major, b_k_major, has_d])
     assert "HGMMA.64x128x16" in report["mma"] and "HGMMA.64x64x16" in report["mma"], report
     assert "HMMA" not in report["mma"].replace("HGMMA", ""), report
     assert "C7515" not in report["warnings"], report
@@ -174,7 +165,8 @@ def test_library_calls_that_fill_waves_better_run_wide(dtype):
     out = triton_gemm.matmul(a, b)
     assert last_config() == NAME, last_config()
     assert_close(out, a.double() @ b.double(), dtype, what="matmul", operands=(a, b))
-    x, w, bias = randn(1536, 2048, dtype=dtype), randn(1536, 2048, dtype=dtype), randn(1536, dtype=dtype)
+    x, w = randn(1536, 2048, dtype=dtype), randn(1536, 2048, dtype=dtype)
+    bias = randn(1536, dtype=dtype)
     y = triton_gemm.linear(x, w, bias, activation="gelu")
     assert last_config() == NAME, last_config()
     assert_close(y, F.gelu(x.double() @ w.double().T + bias.double()), dtype, what="linear",
