@@ -5,6 +5,7 @@ dispatch's rule (WIDE_MIN_GAIN) and its plans, the library's calls that run ther
 and the probe's kernel."""
 
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import torch.nn.functional as F
 
 from conftest import gpu_only, offline_build, randn, requires_kernels, single_plan, stored
 import triton_gemm
-from triton_gemm import dispatch, last_config
+from triton_gemm import configs, dispatch, last_config
 from triton_gemm.kernels import wide
 from triton_gemm.tolerances import assert_close
 
@@ -81,7 +82,8 @@ def test_wide_refuses_what_it_cannot_read():
 
 def test_the_rule_at_the_measured_shapes():
     """132 SMs: the shapes of dispatch.WIDE_MIN_GAIN's probe, on the side the probe found."""
-    assert dispatch._wave_fill(96, 132) == 96 / 132 and dispatch._wave_fill(144, 132) == 144 / 264
+    assert configs.wave_fill(96, 132) == Fraction(96, 132)
+    assert configs.wave_fill(144, 132) == Fraction(144, 264) and configs.wave_fill(0, 132) == 0
     for m, n in ((1536, 1536), (1664, 1536)):  # 96 / 104 tiles: one wave, 1.33x its best
         assert dispatch._wide_fills(m, n, 132), (m, n)
     for m, n in ((1536, 4608), (1024, 1536), (2048, 4096), (3072, 3072), (4096, 4096),

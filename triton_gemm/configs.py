@@ -884,14 +884,19 @@ def persistent_prune(configs_in, named_args, family: str, **kwargs):
 MIN_OCCUPANCY_SHARE = fractions.Fraction(3, 4)
 
 
+def wave_fill(tiles: int, sms: int) -> fractions.Fraction:
+    """The share of the SM slots of its waves that a launch of `tiles` tiles fills (0 for
+    none)."""
+    return fractions.Fraction(tiles, max(1, -(-tiles // sms)) * sms)
+
+
 def busy_enough(configs_in, m: int, n: int, sms: int | None) -> list:
     """configs_in less those that keep far fewer SMs busy than the best of them."""
     if not sms:
         return list(configs_in)
 
     def occupancy(c) -> fractions.Fraction:
-        tiles = -(-m // c.kwargs["BM"]) * -(-n // c.kwargs["BN"])
-        return fractions.Fraction(tiles, -(-tiles // sms) * sms)
+        return wave_fill(-(-m // c.kwargs["BM"]) * -(-n // c.kwargs["BN"]), sms)
     best = max(occupancy(c) for c in configs_in)
     return [c for c in configs_in if occupancy(c) >= MIN_OCCUPANCY_SHARE * best]
 

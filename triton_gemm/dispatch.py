@@ -276,16 +276,11 @@ WIDE = True
 WIDE_MIN_GAIN = 1.2
 
 
-def _wave_fill(tiles: int, sms: int) -> float:
-    """The share of the SM slots of its waves that a launch of `tiles` tiles fills."""
-    return tiles / (-(-tiles // sms) * sms) if tiles else 0.0
-
-
 def _wide_fills(m: int, n: int, sms: int) -> bool:
     """Whether an m x n output fills waves of sms with 128x192 tiles WIDE_MIN_GAIN times
-    better than with 128x128 or 128x256 ones."""
-    best = max(_wave_fill(-(-m // 128) * -(-n // bn), sms) for bn in (128, 256))
-    return _wave_fill(_wide.tiles(m, n), sms) >= WIDE_MIN_GAIN * best
+    better than with 128x128 or 128x256 ones (configs.wave_fill)."""
+    best = max(configs.wave_fill(-(-m // 128) * -(-n // bn), sms) for bn in (128, 256))
+    return configs.wave_fill(_wide.tiles(m, n), sms) >= WIDE_MIN_GAIN * best
 
 
 # Aligned 16-bit products of configs.SMALL_WAVE_MIN_TILES to half the SMs' count of 128x128
@@ -549,16 +544,16 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
             direct = None  # padded copies instead
     mid_m = ((precision == "half" or (precision == "tf32" and sb[1] == 1))
              and SKINNY_M < m <= configs.MID_M_MAX and n * k >= MID_MIN_WEIGHT)
+    # fp32 tensor-core operands K-major, as given or by the copies above.
     k_major_ready = (sa[2] == 1 or a_k_major) and (sb[1] == 1 or b_k_major)
+    k_slices = _sliced.slices(m, n, k, sms) if sms is not None else 1
     small_wave = (SMALL_WAVE and not pad and sms is not None
                   and (precision == "half" or precision == "tf32" and k_major_ready)
-                  and configs.SMALL_WAVE_MIN_TILES <= tiles <= sms // 2
-                  and _sliced.slices(m, n, k, sms) == 1)
+                  and configs.SMALL_WAVE_MIN_TILES <= tiles <= sms // 2 and k_slices == 1)
     persistent = tma_kernel and (tiles >= sms or mid_m or small_wave)
     mid = mid_m or small_wave  # the persistent kernel's mid tiles (configs.persistent_family)
     if (SLICED and tma_kernel and not persistent and not pad
-            and (precision == "half" or (sa[2] == 1 or a_k_major) and (sb[1] == 1 or b_k_major))
-            and _sliced.slices(m, n, k, sms) > 1):
+            and (precision == "half" or k_major_ready) and k_slices > 1):
         # fp32 operands (tf32, tf32x3) K-major as given or by the K-major copies above.
         return SLICED_PLAN._replace(a_k_major=a_k_major, b_k_major=b_k_major)
     # The row strip streams B, the column strip A: cut only where the strip loads them 16

@@ -35,8 +35,8 @@ from triton.language.extra.cuda import gdc_wait
 from .common import (INTERPRETER, cdiv, dependent_meta, epilogue_input, hopper, record,
                      run_kernel)
 from .persistent import (_a_m_major, _b_k_major, _d_row, _tma_ok, a_planes, load_step,
-                         set_block_shapes, store_tile, supports as persistent_supports,
-                         tile_origin, tma_descriptors)
+                         programs, set_block_shapes, store_tile,
+                         supports as persistent_supports, tile_origin, tma_descriptors)
 
 # The tile: BM x (BN + BN / 2), BK deep (module docstring); GROUP_M as configs.GROUP_M.
 BM, BN, BK, WARPS, STAGES, GROUP_M = 128, 128, 64, 4, 4, 8
@@ -113,7 +113,7 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
               activation: int = 0, sms: int) -> torch.Tensor:
     """out = act(alpha * a @ b + beta * d) for operands supports() accepts, d None or
     broadcastable to out by strides, in as few programs as take as many waves of sms
-    programs as the tiles need (persistent.BALANCED_WAVES). Returns out."""
+    programs as the tiles need (persistent.programs). Returns out."""
     m, k = a.shape
     n = b.shape[1]
     if out.numel() == 0:
@@ -126,8 +126,7 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                              "B_K_MAJOR": b_k_major, "EPILOGUE_SUBTILE": False,
                              "HALF_TAIL": True})
     a_desc, b_desc, c_desc, _, _, bh_desc, ch_desc = descs
-    count = tiles(m, n)
-    grid = cdiv(count, cdiv(count, sms))
+    grid = programs(BM, WIDTH, m, n, sms, half_tail=False)
     run_kernel(_wide_kernel, (grid,),
                (a_desc, b_desc, c_desc, bh_desc, ch_desc, out, d, m, n, k, out.stride(0),
                 d.stride(0), d.stride(1), float(alpha), float(beta)),
