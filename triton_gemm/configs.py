@@ -714,6 +714,8 @@ def config_name(config: triton.Config, family: str) -> str:
         if kw.get("A_K_MAJOR"):
             return f"stk_{kw['BM']}x{kw['BN']}x{kw['BK']}_s{kw['SPLIT']}"
         return f"st_{kw['BM']}x{kw['BN']}x{kw['BK']}"
+    if kw.get("BATCHED"):  # kernels/batched.py: its tile for the shape
+        return f"b_{kw['BM']}x{kw['BN']}x{kw['BK']}_w{config.num_warps}"
     if kw.get("WIDE"):  # kernels/wide.py: one fixed tile, 128x192
         return f"w_{kw['BM']}x{kw['BN']}x{kw['BK']}"
     if kw.get("SLICED"):  # kernels/sliced.py: one fixed tile, its K slices after "_s"

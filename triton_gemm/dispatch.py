@@ -80,8 +80,9 @@ weight, on its small tiles, as do aligned 16-bit and tf32 products of 64 tiles u
 the SMs (SMALL_WAVE), and 16-bit ones whose output fills waves of 128x192 tiles
 better than of the persistent tiles on kernels/wide.py (WIDE); 16-bit, tf32 and tf32x3
 single products of fewer tiles over a
-long K run in K slices of 128x128 TMA tiles (kernels/sliced.py, SLICED); the rest, and every
-batched product, run on the plain tiled kernel (kernels/matmul.py).
+long K run in K slices of 128x128 TMA tiles (kernels/sliced.py, SLICED); batches of 16-bit
+and tf32 products run on the batched persistent TMA kernel (kernels/batched.py, BATCHED);
+the rest run on the plain tiled kernel (kernels/matmul.py).
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ from typing import NamedTuple
 import torch
 
 from . import configs
+from .kernels import batched as _batched
 from .kernels import gemv as _gemv
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
@@ -301,6 +303,21 @@ def _wide_fills(m: int, n: int, sms: int) -> bool:
 # 23.6 on the tf32_mid ones; cuBLAS 19.6): configs.persistent_family keeps fp32 products of
 # more than MID_M_MAX rows on the tf32 tiles unless the plan asks.
 SMALL_WAVE = True
+# Batches of products on Hopper, 16-bit or tf32 (B K-major, as given or staged), with at
+# least BATCHED_MIN_MN rows and columns each, run on kernels/batched.py (a persistent TMA
+# kernel over 3-D descriptors) instead of the plain kernel. perf/batched_probe.py, H100,
+# fp16, CUDA-graph time after the L2 flush, us, plain kernel / batched (cuBLAS):
+# 32 x 2048x2048x128 nt (attention's q @ k^T) 176.9 / 115.2 (115.5); 8 x 4096x4096x128 nt
+# 165.7 / 110.0 (111.9); 32 x 2048x128x2048 (attn @ V) 113.1 / 110.0 (113.8); 16 x
+# 1024x1024x64 nt 21.8 / 16.0 (16.5); 8 x 2048^3 213.6 / 197.2 (195.4); 4 x 4096^3 nt
+# 1018.0 / 822.7 (829.7); 32 x 1000^3 215.8 / 156.4 (127.9); tf32 32 x 2048x2048x128 nt
+# 299.3 / 249.9 (230.1), 8 x 2048^3 nt 453.5 / 384.3 (423.6), 32 x 2048x128x2048 (V staged
+# K-major) 268.9 / 244.9 (225.8). Small products are level with the plain kernel: fp16
+# 64 x 256x256x64 nt 9.7 / 9.8 (9.1), 128 x 128x128x64 nt 8.5 / 8.6 (8.4), 16 x 512^3 15.0 /
+# 14.8 (14.0); tf32 64 x 256x256x64 nt 14.3 / 13.1 (15.3); so the kernel takes them from
+# BATCHED_MIN_MN (one 128-row tile), below which its tiles would be mostly idle (unmeasured).
+BATCHED = True
+BATCHED_MIN_MN = 128
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
 # cuBLAS 176 us (memory floor ~157 us), reading B once but computing 8x the rows.
@@ -441,6 +458,8 @@ class Plan(NamedTuple):
                         # it can take the call; else the persistent kernel
     mid_tiles: bool = False  # persistent: tune over the mid-M tiles whatever the rows
                              # (SMALL_WAVE)
+    batched: bool = False  # a batch of products on kernels/batched.py (BATCHED), where it
+                           # can take the call; else the plain kernel
 
     @property
     def copies(self) -> bool:
@@ -530,6 +549,13 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
     if (thin_weight and m <= TRANSPOSED_RUNS_MAX_M and precision == "half" and sb[2] == 1
             and a_runs and b_runs):
         return TRANSPOSED
+    if (BATCHED and tma and sms is not None and batch > 1 and min(m, n) >= BATCHED_MIN_MN
+            and (sa[2] == 1 or a_k_major)
+            and (precision == "half" or precision == "tf32" and (sb[1] == 1 or b_k_major))):
+        # Rows TMA reads as given (16-byte strides: fp16 K = 1000) need no padded copy;
+        # K-major copies are padded anyway.
+        as_given = not (a_k_major or b_k_major) and _batched.reads(a, b, precision)
+        return Plan(pad and not as_given, a_k_major, b_k_major, batched=True)
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
@@ -1114,6 +1140,11 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
             and _wide.supports(a[0], b[0, :, :n], out[0], d2)):
         _wide.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                         activation=activation, sms=_persistent.gpu_sms(a.device)[0])
+        return
+    if p.batched and lo is None and _batched.supports(a, b[:, :, :n], out, precision):
+        _batched.matmul_3d(a, b[:, :, :n], out, d, alpha=alpha, beta=beta,
+                           precision=precision, activation=activation,
+                           sms=_persistent.gpu_sms(a.device)[0])
         return
     if p.split_k and _splitk.supports(a, b, out, d2):
         # B whole: past column n a padded copy's zeros, which keep 16-byte runs whole.

@@ -1,0 +1,98 @@
+"""Probe: batched products (attention's q @ k^T and attn @ V, and plain bmm) on
+kernels/batched.py at pinned tiles, beside cuBLAS and the library, in interleaved rounds of
+CUDA-graph time after the L2 flush ("library": the library's bmm as it plans; "plain": the
+plain kernel, where batches ran before).
+
+    python perf/batched_probe.py --case 32,2048,2048,128,nt [--case ...]
+        [--tiles BM,BN,BK,WARPS,STAGES,SUB ...] [--rounds 3] [--dtype fp16|bf16|tf32]
+
+A case is BATCH,M,N,K[,nt]: nt takes B as the transpose of a row-major (BATCH, N, K)
+tensor (k^T). BK is at 16 bits (fp32 operands take K steps of as many bytes); SUB 1 stores
+C in two halves. GPU (Hopper) only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import triton_gemm  # noqa: E402
+from triton_gemm import dispatch  # noqa: E402
+from perf import bench  # noqa: E402
+from perf.simt_gluon_probe import time_and_print  # noqa: E402
+from triton_gemm.kernels import batched  # noqa: E402
+from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
+from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
+
+TILES = ("128,256,64,8,3,1", "128,128,64,8,4,0", "128,128,64,4,4,0", "256,128,64,8,3,1",
+         "128,256,64,8,4,1")
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}
+
+
+def operands(spec: str, dtype: torch.dtype) -> tuple:
+    """(a, b) of a BATCH,M,N,K[,nt] case, N(0, 1)."""
+    batch, m, n, k, *layout = spec.split(",")
+    batch, m, n, k = int(batch), int(m), int(n), int(k)
+    a = torch.randn(batch, m, k, device="cuda", dtype=dtype)
+    if layout == ["nt"]:
+        b = torch.randn(batch, n, k, device="cuda", dtype=dtype).transpose(1, 2)
+    else:
+        b = torch.randn(batch, k, n, device="cuda", dtype=dtype)
+    return a, b
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", action="append", required=True, metavar="B,M,N,K[,nt]")
+    parser.add_argument("--tiles", nargs="*", default=TILES, metavar="BM,BN,BK,W,S,SUB")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
+    args = parser.parse_args(argv)
+    dtype = DTYPES[args.dtype]
+    precision = "tf32" if dtype == torch.float32 else None
+    torch.backends.cuda.matmul.allow_tf32 = dtype == torch.float32
+    sms = gpu_sms(torch.device("cuda"))[0]
+    for spec in args.case:
+        a, b = operands(spec, dtype)
+        ref = torch.bmm(a.double(), b.double())
+        plain_out = torch.empty(ref.shape, device="cuda", dtype=dtype)
+        fns = {"cublas": lambda a=a, b=b: torch.bmm(a, b),
+               "library": lambda a=a, b=b: triton_gemm.bmm(a, b, precision=precision),
+               # The plain kernel, as batches ran before kernels/batched.py.
+               "plain": lambda a=a, b=b, out=plain_out: dispatch.run(
+                   a, b, out, precision=precision or "half", force=dispatch.PLAIN)}
+        triton_gemm.bmm(a, b, precision=precision)
+        print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
+        for tile_spec in args.tiles:
+            tile = tuple(int(v) for v in tile_spec.split(","))
+            tile = (*tile[:5], bool(tile[5]))
+            out = torch.empty(ref.shape, device="cuda", dtype=dtype)
+
+            def fn(out=out, tile=tile, a=a, b=b):
+                return batched.matmul_3d(a, b, out, precision="tf32", sms=sms, tile=tile)
+            out.fill_(float("nan"))
+            try:
+                fn()
+                torch.cuda.synchronize()
+            except Exception as exc:  # a tile that does not compile or fit: say so
+                print(f"{spec} {tile_spec}: failed {type(exc).__name__}: {str(exc)[:300]}")
+                continue
+            err = rel_error(out, ref)
+            print(f"{spec} {tile_spec}: rel error {err:.1e}", flush=True)
+            if err <= tolerance(dtype, precision):
+                fns[tile_spec] = fn
+        batch_, m, k = a.shape
+        time_and_print(f"graph {spec}", fns, bench.cold_graph_ms, args.rounds,
+                       2 * batch_ * m * b.shape[2] * k)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

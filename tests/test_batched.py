@@ -1,0 +1,227 @@
+"""kernels/batched.py: batches of products on a persistent TMA kernel over 3-D descriptors.
+The kernel at both of its tiles, each B layout and precision, with each epilogue, C store
+and batch layout (the interpreter and the GPU); what it refuses; its tile rule; dispatch's
+plans (BATCHED); its sm_90a build (offline: wgmma, no spills, none serialised); the
+library's batched calls that run there (GPU); the probe's operands."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import DEVICE, gpu_only, offline_build, randn, requires_kernels, single_plan
+import triton_gemm
+from triton_gemm import dispatch, last_config
+from triton_gemm.kernels import batched
+from triton_gemm.tolerances import assert_close
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+_CASES = [(torch.float16, False), (torch.float16, True), (torch.bfloat16, False),
+          (torch.bfloat16, True), (torch.float32, True)]
+_CASE_IDS = ["fp16-b_row", "fp16-b_col", "bf16-b_row", "bf16-b_col", "tf32-b_col"]
+
+
+def _b(batch, k, n, dtype, k_major):
+    """(batch, K, N) B, or the same stored K-major (the transpose of a row-major (N, K))."""
+    if k_major:
+        return randn(batch, n, k, dtype=dtype).transpose(1, 2)
+    return randn(batch, k, n, dtype=dtype)
+
+
+def _reference(a, b, alpha=1.0, d=None, beta=0.0):
+    ref = alpha * torch.bmm(a.double(), b.double())
+    return ref if d is None else ref + beta * d.double()
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,k_major", _CASES, ids=_CASE_IDS)
+@pytest.mark.parametrize("n", [136, 264], ids=["narrow", "wide"])
+def test_batched_product_at_both_tiles(dtype, k_major, n):
+    """relu(alpha * A B + beta * bias) per product on a NaN-poisoned out: rows and columns
+    past whole tiles (a 2-D view of the batch would read and write the next product's rows
+    there; TMA clips each product), K past whole steps, more tiles than programs."""
+    batch, m, k = 3, 136, 2 * 64 + 24
+    a, b = randn(batch, m, k, dtype=dtype), _b(batch, k, n, dtype, k_major)
+    bias = randn(n, dtype=dtype)
+    out = torch.full((batch, m, n), float("nan"), dtype=dtype, device=a.device)
+    assert batched.supports(a, b, out, "tf32")
+    tile = batched.tile_for(n, k, dtype)
+    assert tile == (batched.WIDE if n >= 256 and dtype != torch.float32 else batched.NARROW)
+    for call in range(2):  # the second on the cached compiled kernel
+        out.fill_(float("nan"))
+        batched.matmul_3d(a, b, out, bias, alpha=0.5, beta=2.0, activation=1, sms=2)
+        assert last_config() == f"b_{tile[0]}x{tile[1]}x{tile[2] * 2 // a.element_size()}" \
+                                f"_w{tile[3]}", last_config()
+        assert_close(out, torch.relu(_reference(a, b, 0.5, bias, 2.0)), dtype, "tf32",
+                     what=f"batched {tuple(out.shape)}, call {call}", operands=(a[0], b[0]))
+
+
+@requires_kernels
+def test_batched_product_with_a_matrix_d_strided_batches_and_pointer_stores():
+    """A (seq, batch, dim)-style A and B (batch stride under the row stride, as attention's
+    heads come), a D of its own batch strides and one broadcast over the batch, and an out
+    whose rows are off 16 bytes (stored by pointers; the column past N stays poisoned)."""
+    batch, m, n, k = 2, 70, 152, 40
+    a = randn(m, batch, k, dtype=torch.float16).transpose(0, 1)  # batch stride k
+    b = randn(k, batch, n, dtype=torch.float16).transpose(0, 1)
+    d = randn(batch, m, n, dtype=torch.float16)
+    buffer = torch.full((batch, m, n + 1), float("nan"), dtype=torch.float16, device=a.device)
+    out = buffer[:, :, :n]
+    assert batched.supports(a, b, out, "tf32") and not batched._tma_ok(out, 2)
+    batched.matmul_3d(a, b, out, d, alpha=-1.0, beta=0.5, sms=3)
+    assert_close(out, _reference(a, b, -1.0, d, 0.5), torch.float16,
+                 what="batched, pointer-stored C, matrix D", operands=(a[0], b[0]))
+    assert torch.isnan(buffer[:, :, n]).all()
+    row_d = randn(m, n, dtype=torch.float16).expand(batch, m, n)  # batch stride 0
+    out = torch.full((batch, m, n), float("nan"), dtype=torch.float16, device=a.device)
+    batched.matmul_3d(a, b, out, row_d, beta=-2.0, activation=4, sms=3)
+    assert_close(out, torch.nn.functional.silu(_reference(a, b, 1.0, row_d, -2.0)),
+                 torch.float16, what="batched, D broadcast over the batch",
+                 operands=(a[0], b[0]))
+
+
+def test_batched_refuses_what_it_cannot_read():
+    """fp32 other than tf32 with a K-major B, an M-major A, a batch broadcast by a zero
+    stride (not a TMA stride), rows off 16 bytes, a non-row-major out."""
+    a = torch.empty(2, 64, 64, dtype=torch.float16)
+    assert batched.supports(a, a, a, "tf32") == batched.INTERPRETER
+    f = a.float()
+    k_major = torch.empty(2, 64, 64).transpose(1, 2)
+    assert batched.reads(f, k_major, "tf32")
+    assert not batched.reads(f, f, "tf32")  # row-major B
+    assert not batched.reads(f, k_major, "ieee") and not batched.reads(f, k_major, "tf32x3")
+    assert not batched.reads(a.transpose(1, 2), a, "tf32")  # M-major A
+    assert not batched.reads(torch.empty(64, 64, dtype=torch.float16).expand(2, 64, 64), a,
+                             "tf32")
+    odd = torch.empty(2, 64, 65, dtype=torch.float16)[:, :, :63]  # rows of 130 bytes
+    assert not batched.reads(odd, torch.empty(2, 63, 64, dtype=torch.float16), "tf32")
+    assert not batched.supports(a, a, a.transpose(1, 2), "tf32")
+    assert not batched.reads(torch.empty(64, 64, dtype=torch.float16), a, "tf32")  # 2-D
+
+
+def test_tile_rule():
+    """The wide tile from WIDE_MIN_N columns; tf32 over a short K keeps the narrow one."""
+    assert batched.tile_for(2048, 128, torch.float16) == batched.WIDE
+    assert batched.tile_for(128, 2048, torch.bfloat16) == batched.NARROW  # attn @ V
+    assert batched.tile_for(255, 4096, torch.float16) == batched.NARROW
+    assert batched.tile_for(2048, 128, torch.float32) == batched.NARROW
+    assert batched.tile_for(2048, 2048, torch.float32) == batched.WIDE
+
+
+def test_batches_plan_the_batched_kernel(monkeypatch):
+    """fp16 / bf16 batches in both B layouts, tf32 with a K-major B (as given, or staged
+    from a row-major one where the plan copies it), and fp16 rows TMA takes as given (K =
+    1000: no padded copy); small products, ieee, tf32x3, single products, a GPU without TMA
+    and the switch off keep their plans."""
+    batched_plan = dispatch.Plan(False, False, False, batched=True)
+    for dtype in (torch.float16, torch.bfloat16):
+        for b_k_major in (False, True):
+            p = single_plan(2048, 2048, 128, dtype, b_k_major, batch=32)
+            assert p == batched_plan, p
+    assert single_plan(2048, 128, 2048, batch=32) == batched_plan
+    assert single_plan(1000, 1000, 1000, batch=32) == batched_plan
+    f32 = dict(dtype=torch.float32, precision="tf32", batch=8)
+    assert single_plan(2048, 2048, 2048, b_k_major=True, **f32) == batched_plan
+    assert single_plan(2048, 2048, 2048, **f32) == batched_plan._replace(b_k_major=True)
+    assert not single_plan(64, 2048, 2048, batch=8).batched
+    assert not single_plan(2048, 64, 2048, batch=8).batched
+    assert not single_plan(2048, 2048, 2048, torch.float32, precision="ieee", batch=8).batched
+    assert not single_plan(2048, 2048, 2048, torch.float32, True, 8, "tf32x3").batched
+    assert not single_plan(2048, 2048, 2048).batched
+    a = torch.empty(8, 2048, 2048, dtype=torch.float16)
+    assert not dispatch.plan(a, a, "half", 132, tma=False).batched
+    monkeypatch.setattr(dispatch, "BATCHED", False)
+    assert not single_plan(2048, 2048, 128, batch=32).batched
+
+
+_COMPILE = """
+import json, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, '.')
+from perf import sass_audit
+from triton_gemm.kernels import batched as bt
+tile, b_k_major, dtype = json.loads(sys.argv[1])
+bm, bn, bk16, warps, stages, sub = tile
+size = 4 if dtype == "fp32" else 2
+bk = bk16 * 2 // size
+b_box = [1, bn, bk] if b_k_major else [1, bk, bn]
+sig = {"a_desc": f"tensordesc<{dtype}[1, {bm}, {bk}]>", "b_desc": f"tensordesc<{dtype}{b_box}>",
+       "c_desc": f"tensordesc<{dtype}[1, {bm}, {bn // 2 if sub else bn}]>",
+       "c_ptr": f"*{dtype}", "d_ptr": f"*{dtype}", "BATCH": "i32", "M": "i32", "N": "i32",
+       "K": "i32", "stride_cb": "i32", "stride_cm": "i32", "stride_db": "i32",
+       "stride_dm": "i32", "stride_dn": "i32", "alpha": "fp32", "beta": "fp32"}
+const = {"PRECISION": "tf32", "HAS_D": False, "ACTIVATION": 0, "B_K_MAJOR": b_k_major,
+         "UPCAST": False, "C_TMA": True, "EPILOGUE_SUBTILE": sub, "BM": bm, "BN": bn, "BK": bk,
+         "GROUP_M": bt.GROUP_M, "DEPENDENT": True}
+kernel = sass_audit._compile(bt._batched_kernel, sig, const,
+                             ["c_ptr", "d_ptr", "M", "N", "K", "stride_cb", "stride_cm"],
+                             warps, stages)
+with tempfile.TemporaryDirectory() as tmp:
+    mma = sass_audit.mma_instructions(kernel.asm["cubin"], Path(tmp))
+    report = sass_audit.ptxas_report(kernel.asm["ptx"], Path(tmp), "sm_90a")
+print(json.dumps({"shared": kernel.metadata.shared, "mma": mma, **report}))
+"""
+
+_BUILDS = [(tile, b_k_major, "fp16") for tile in (batched.WIDE, batched.NARROW)
+           for b_k_major in (False, True)] + [(batched.NARROW, True, "fp32"),
+                                              (batched.WIDE, True, "fp32")]
+
+
+@pytest.mark.parametrize("tile,b_k_major,dtype", _BUILDS,
+                         ids=[f"{t[0]}x{t[1]}-{'b_col' if k else 'b_row'}-{d}"
+                              for t, k, d in _BUILDS])
+def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(tile, b_k_major, dtype):
+    """Offline for sm_90a: HGMMA (not HMMA) as wide as the tile's warpgroups take, no ptxas
+    note that it serialised them (C7514 / C7515), no spills, within the H100's shared
+    memory."""
+    report = offline_build(_COMPILE, list(tile), b_k_major, dtype)
+    assert f"HGMMA.64x{tile[1]}x" in report["mma"], report
+    assert "HMMA" not in report["mma"].replace("HGMMA", ""), report
+    assert "C7514" not in report["warnings"] and "C7515" not in report["warnings"], report
+    assert report["spill_stores"] == 0 and report["spill_loads"] == 0, report
+    from perf import sass_audit
+    assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem, report
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32],
+                         ids=["fp16", "bf16", "tf32"])
+def test_library_batched_calls_run_the_batched_kernel(dtype):
+    """bmm (q @ k^T, K-major B), matmul of 4-D attention-shaped operands (attn @ V),
+    baddbmm (a mask broadcast over the batch, out=) on Hopper: the batched kernel, matching
+    float64 on NaN-poisoned outputs."""
+    if not batched.hopper(torch.device("cuda")):
+        pytest.skip("kernels/batched.py needs Hopper (sm_90)")
+    precision = "tf32" if dtype == torch.float32 else None
+    q, key = randn(2, 4, 256, 64, dtype=dtype), randn(2, 4, 384, 64, dtype=dtype)
+    q3, k3 = q.reshape(8, 256, 64), key.reshape(8, 384, 64)
+    scores = triton_gemm.bmm(q3, k3.transpose(1, 2), precision=precision)
+    assert last_config().startswith("b_"), last_config()
+    assert_close(scores, _reference(q3, k3.transpose(1, 2)), dtype, precision,
+                 what="bmm q @ k^T", operands=(q3[0], k3[0].T))
+    attn, v = randn(2, 4, 256, 384, dtype=dtype), randn(2, 4, 384, 128, dtype=dtype)
+    y = triton_gemm.matmul(attn, v, precision=precision)
+    if dtype != torch.float32:  # tf32 with a row-major V this small: the plain kernel
+        assert last_config().startswith("b_"), last_config()
+    assert_close(y, (attn.double() @ v.double()), dtype, precision, what="matmul attn @ V",
+                 operands=(attn[0, 0], v[0, 0]))
+    mask = randn(256, 384, dtype=dtype)
+    out = torch.full((8, 256, 384), float("nan"), dtype=dtype, device=DEVICE)
+    triton_gemm.baddbmm(mask, q3, k3.transpose(1, 2), beta=1.0, alpha=0.125,
+                        precision=precision, out=out)
+    assert last_config().startswith("b_"), last_config()
+    assert_close(out, _reference(q3, k3.transpose(1, 2), 0.125, mask, 1.0), dtype, precision,
+                 what="baddbmm with a mask", operands=(q3[0], k3[0].T))
+
+
+@gpu_only
+def test_the_probe_operands_and_its_run():
+    """perf/batched_probe.py's operands (nt: a K-major B) and one short run of it."""
+    from perf import batched_probe
+    a, b = batched_probe.operands("2,256,256,64,nt", torch.float16)
+    assert a.shape == (2, 256, 64) and b.shape == (2, 64, 256) and b.stride(1) == 1
+    assert batched_probe.main(["--case", "2,256,256,64,nt", "--tiles", "128,128,64,4,4,0",
+                               "--rounds", "1"]) == 0

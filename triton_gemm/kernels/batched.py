@@ -1,0 +1,188 @@
+"""Persistent TMA GEMM for batches of products on Hopper: C[i] = act(alpha * A[i] @ B[i] +
+beta * D[i]) for 16-bit operands, and fp32 ones at tf32 with a K-major B. A program per SM
+walks the tiles of every product of the batch, one product after another, loading A and B
+through 3-D TMA descriptors (batch, rows, columns) and storing C the same way.
+
+Why: batched products ran on the plain kernel, a program per tile with pointer loads and
+stores. Attention's scores (q @ k^T: a batch of square outputs over a short K of 64-128)
+are bound by writing C, and the plain kernel's stores of one tile do not overlap the next
+tile's loads: fp16 32 x 2048x2048x128 with a K-major B took 176.8 us against cuBLAS's 115.1
+(0.65x; H100, CUDA-graph time after the L2 flush, forty-fifth session). A persistent
+program pipelines the next tile's loads behind the current tile's store (the K loop
+flattened into the tile loop), and the 3-D boxes keep every tile inside its own product
+(TMA clips a box at each dimension's extent: a ragged last row of tiles neither reads nor
+writes the next product's rows). TILES has the measurements.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from .common import (INTERPRETER, cdiv, dependent_meta, dot_precision, epilogue_input, hopper,
+                     record, run_kernel)
+from .epilogue import finish
+from .persistent import TMA_ALIGN_BYTES, programs, tile_origin
+
+# Tiles: (BM, BN, BK at 16 bits (fp32 operands take K steps of as many bytes), warps,
+# stages, EPILOGUE_SUBTILE). perf/batched_probe.py, H100, CUDA-graph time after the L2
+# flush, interleaved rounds, us, 128x256x64 8 warps 3 stages subtiled / 128x128x64 4 warps
+# 4 stages (cuBLAS); other tiles in brackets after:
+# fp16 32 x 2048x2048x128 nt 114.5 / 117.8 (115.1; 256x128 sub 116.1, 128x128 8 warps
+# 120.3, 128x128 4 warps 5 stages 118.2, 3 stages 129.6, 128x256 4 stages 124.9);
+# 8 x 4096x4096x128 nt 110.0 / 111.1 (111.9); 16 x 1024x1024x64 nt 16.8 / 16.0 (16.5);
+# 8 x 2048^3 197.2 / 209.0 (195.4; 256x128 221.6); 4 x 4096^3 nt 822.7 / 853.9 (829.7);
+# 32 x 1000^3 156.6 / 204.1 (127.9); 32 x 2048x128x2048 (N = 128: half of a 256-wide tile
+# idle) 134.9 / 110.0 (113.8); bf16 as fp16 within 1%.
+# tf32 32 x 2048x2048x128 nt 267.6 / 249.9 (230.1), 8 x 2048^3 nt 384.3 / 418.7 (423.6).
+# So the wide tile from WIDE_MIN_N columns, but not for tf32 over a K shorter than
+# WIDE_TF32_MIN_K (measured at 128 and 2048 only).
+WIDE = (128, 256, 64, 8, 3, True)
+NARROW = (128, 128, 64, 4, 4, False)
+WIDE_MIN_N = 256
+WIDE_TF32_MIN_K = 512
+GROUP_M = 8
+
+
+def tile_for(n: int, k: int, dtype: torch.dtype) -> tuple:
+    """The tile of a batch of (M, N, K) products of this operand dtype (see WIDE)."""
+    short_tf32 = dtype == torch.float32 and k < WIDE_TF32_MIN_K
+    return WIDE if n >= WIDE_MIN_N and not short_tf32 else NARROW
+
+
+@triton.jit
+def _batched_kernel(a_desc, b_desc, c_desc, c_ptr, d_ptr, BATCH, M, N, K,
+                    stride_cb, stride_cm, stride_db, stride_dm, stride_dn, alpha, beta,
+                    PRECISION: tl.constexpr, HAS_D: tl.constexpr, ACTIVATION: tl.constexpr,
+                    B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, C_TMA: tl.constexpr,
+                    EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                    BK: tl.constexpr, GROUP_M: tl.constexpr, DEPENDENT: tl.constexpr):
+    """C (BATCH, M, N) = act(alpha * A @ B + beta * D), product by product.
+
+    a_desc: A as (BATCH, M, K) rows; b_desc: B as (BATCH, K, N) rows, or with B_K_MAJOR its
+    (BATCH, N, K) transpose's; c_desc: C (BATCH, M, N) when C_TMA, else C is stored by masked
+    pointers through c_ptr (batch stride stride_cb, row stride stride_cm). D: any strides
+    (0 to broadcast). Tiles are numbered product by product, grouped order within one
+    (persistent.tile_origin); program pid takes tiles pid, pid + grid, ...
+    EPILOGUE_SUBTILE stores C's tile as two BM x BN/2 halves (half the shared memory)."""
+    if DEPENDENT:
+        gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    per_product = num_pid_m * num_pid_n
+    k_tiles = tl.cdiv(K, BK)
+    dtype = c_ptr.dtype.element_ty
+    for tile in tl.range(tl.program_id(0), BATCH * per_product, tl.num_programs(0),
+                         flatten=True):
+        product = tile // per_product
+        off_m, off_n = tile_origin(tile - product * per_product, num_pid_m, num_pid_n,
+                                   BM, BN, GROUP_M)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            k = ki * BK
+            a = tl.reshape(a_desc.load([product, off_m, k]), (BM, BK))
+            if B_K_MAJOR:
+                b = tl.reshape(b_desc.load([product, off_n, k]), (BN, BK)).T
+            else:
+                b = tl.reshape(b_desc.load([product, k, off_n]), (BK, BN))
+            if UPCAST:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        acc = acc * alpha
+        offs_m = off_m + tl.arange(0, BM)
+        offs_n = off_n + tl.arange(0, BN)
+        inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+        wide = product.to(tl.int64)  # batch offsets of pointers pass 2^31 sooner
+        acc = finish(acc, d_ptr + wide * stride_db + offs_m[:, None] * stride_dm
+                     + offs_n[None, :] * stride_dn, inside, beta, HAS_D, ACTIVATION)
+        if not C_TMA:
+            tl.store(c_ptr + wide * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :],
+                     acc.to(dtype), mask=inside)
+        elif EPILOGUE_SUBTILE:
+            halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
+            c_desc.store([product, off_m, off_n],
+                         tl.reshape(left.to(dtype), (1, BM, BN // 2)))
+            c_desc.store([product, off_m, off_n + BN // 2],
+                         tl.reshape(right.to(dtype), (1, BM, BN // 2)))
+        else:
+            c_desc.store([product, off_m, off_n], tl.reshape(acc.to(dtype), (1, BM, BN)))
+
+
+def _tma_ok(t: torch.Tensor, last: int) -> bool:
+    """t (3-D) is contiguous along dim `last` (1 or 2) with its other two strides nonzero
+    multiples of 16 bytes and its base 16-byte aligned: what a 3-D TMA descriptor of it
+    needs (a stride of 0, a broadcast batch, is not a TMA stride)."""
+    size = t.element_size()
+    others = [s for d, s in enumerate(t.stride()) if d != last]
+    return (t.stride(last) == 1 and t.data_ptr() % TMA_ALIGN_BYTES == 0
+            and all(s > 0 and (s * size) % TMA_ALIGN_BYTES == 0 for s in others))
+
+
+def b_k_major(b: torch.Tensor) -> bool:
+    """(batch, K, N) B is stored K-contiguous (a transposed row-major (N, K) per product)."""
+    return b.stride(1) == 1 and b.stride(2) != 1
+
+
+def reads(a: torch.Tensor, b: torch.Tensor, precision: str) -> bool:
+    """Whether the kernel reads (batch, M, K) a and (batch, K, N) b as they are: 16-bit, or
+    fp32 at tf32 with B K-major (wgmma reads 32-bit operands K-major); A row-major and B
+    row-major or K-major, each a valid 3-D TMA descriptor."""
+    half = a.dtype in (torch.float16, torch.bfloat16)
+    if a.dim() != 3 or not (half or a.dtype == torch.float32 and precision == "tf32"
+                            and b_k_major(b)):
+        return False
+    return _tma_ok(a, 2) and _tma_ok(b, 1 if b_k_major(b) else 2)
+
+
+def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str) -> bool:
+    """Whether a, b and (batch, M, N) out run here: Hopper (or the interpreter), operands
+    as reads() takes them, out row-major (an unaligned one is stored by pointers)."""
+    return ((INTERPRETER or hopper(a.device)) and out.stride(2) == 1
+            and reads(a, b, precision))
+
+
+def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
+    """A 3-D descriptor of row-major (batch, R, C) t."""
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), block)
+
+
+def matmul_3d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+              d: torch.Tensor | None = None, *, alpha: float = 1.0, beta: float = 0.0,
+              precision: str = "tf32", activation: int = 0, sms: int,
+              tile: tuple | None = None) -> torch.Tensor:
+    """out = act(alpha * a @ b + beta * d) for operands supports() accepts, d None or
+    broadcastable to out by strides, in as few programs as take as many waves of sms
+    programs as the tiles need (persistent.programs). tile: (BM, BN, BK, warps, stages,
+    EPILOGUE_SUBTILE), BK at 16 bits; None: tile_for's. Returns out."""
+    batch, m, k = a.shape
+    n = b.shape[2]
+    if out.numel() == 0:
+        return out
+    has_d, d = epilogue_input(d, beta, out)
+    bm, bn, bk16, warps, stages, subtile = tile or tile_for(n, k, a.dtype)
+    bk = bk16 * 2 // a.element_size()
+    k_major = b_k_major(b)
+    c_tma = _tma_ok(out, 2)
+    a_desc = _descriptor(a, [1, bm, bk])
+    b_desc = (_descriptor(b.transpose(1, 2), [1, bn, bk]) if k_major
+              else _descriptor(b, [1, bk, bn]))
+    c_desc = (_descriptor(out, [1, bm, bn // 2 if subtile else bn]) if c_tma else None)
+    grid = programs(bm, bn, batch * cdiv(m, bm) * bm, n, sms, half_tail=False)
+    run_kernel(_batched_kernel, (grid,),
+               (a_desc, b_desc, c_desc, out, d, batch, m, n, k, out.stride(0),
+                out.stride(1), d.stride(0), d.stride(1), d.stride(2), float(alpha),
+                float(beta)),
+               {"PRECISION": dot_precision(a.dtype, precision), "HAS_D": has_d,
+                "ACTIVATION": activation, "B_K_MAJOR": k_major,
+                "UPCAST": INTERPRETER and a.dtype == torch.bfloat16, "C_TMA": c_tma,
+                "EPILOGUE_SUBTILE": subtile and c_tma, "BM": bm, "BN": bn, "BK": bk,
+                "GROUP_M": GROUP_M, "num_warps": warps, "num_stages": stages,
+                **dependent_meta(a.device)})
+    record(triton.Config({"BATCHED": True, "BM": bm, "BN": bn, "BK": bk},
+                         num_warps=warps, num_stages=stages), "batched")
+    return out
