@@ -64,12 +64,19 @@ def make_operands(case: Case, dtype: torch.dtype, device: str, l2_bytes: int = 0
     """Fresh operand pairs in the case's layout, drawn by gen (N(0,1): torch.randn; U(0,1):
     torch.rand); several pairs when one fits in L2, so timing rotates through them and
     measures memory, not cache."""
-    per_set = (case.m * case.k + case.k * case.n) * torch.finfo(dtype).bits // 8
+    per_set = case.batch * (case.m * case.k + case.k * case.n) * torch.finfo(dtype).bits // 8
     sets = 1 if per_set == 0 else max(1, min(8, -(-2 * l2_bytes // per_set)))
 
     def one():
         def rnd(*shape):
             return gen(*shape, device=device).to(dtype)
+        if case.batch > 1:
+            if case.layout not in ("nn", "nt"):
+                raise ValueError(f"{case.label}: batched cases take layout nn or nt")
+            a = rnd(case.batch, case.m, case.k)
+            b = (rnd(case.batch, case.n, case.k).transpose(1, 2) if case.layout == "nt"
+                 else rnd(case.batch, case.k, case.n))
+            return a, b
         if case.layout in ("nt", "tn", "tt"):
             a = rnd(case.k, case.m).t() if case.layout[0] == "t" else rnd(case.m, case.k)
             b = rnd(case.n, case.k).t() if case.layout[1] == "t" else rnd(case.k, case.n)
@@ -156,8 +163,9 @@ def gpu_median_ms(fn: Callable, rep_ms: float = 100, warmup_ms: float = 25) -> f
 
 
 def min_bytes(case: Case, elem_bytes: int) -> int:
-    """Bytes a product must move at least: each operand read once, the output written once."""
-    return (case.m * case.k + case.k * case.n + case.m * case.n) * elem_bytes
+    """Bytes a product (each of a batch) must move at least: each operand read once, the
+    output written once."""
+    return case.batch * (case.m * case.k + case.k * case.n + case.m * case.n) * elem_bytes
 
 
 def copy_bandwidth(nbytes: int = 1 << 30) -> float:
@@ -174,6 +182,8 @@ def copy_bandwidth(nbytes: int = 1 << 30) -> float:
 # Implementations whose launches can be captured in a CUDA graph (the CUDA ladder's
 # binding launches outside torch's stream machinery and is timed eagerly only).
 GRAPH_IMPLS = ("triton", "cublas")
+# Implementations that take batched (3-D) operands.
+BATCH_IMPLS = ("triton", "cublas")
 
 
 def graph_ms(fn: Callable, operand_sets) -> float:

@@ -144,6 +144,12 @@ ROUNDS = 5
 REP_MS = 100  # timing budget per row (ms), shared by its rounds
 
 
+def runs(case: suites.Case, impl: bench.Impl) -> bool:
+    """Whether impl takes the case: its layout, and 3-D operands only for bench.BATCH_IMPLS
+    (the CUDA ladder multiplies matrices)."""
+    return case.layout in impl.layouts and (case.batch == 1 or impl.name in bench.BATCH_IMPLS)
+
+
 def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
         progress=True, rounds=ROUNDS) -> pd.DataFrame:
     """Measure every (case, impl) pair; one row each. time_ms: eager calls (host launch
@@ -155,7 +161,7 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
     copy_bps = bench.copy_bandwidth() if on_gpu else float("nan")
     l2 = torch.cuda.get_device_properties(0).L2_cache_size if on_gpu else 0
     device = "cuda" if on_gpu else "cpu"
-    pairs = [(c, i) for c in cases for i in impls if c.layout in i.layouts]
+    pairs = [(c, i) for c in cases for i in impls if runs(c, i)]
     bar = None
     if progress:
         from tqdm import tqdm
@@ -163,7 +169,7 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
     rows = []
     for case in cases:
         operands, checked = {}, []
-        for impl in (i for i in impls if case.layout in i.layouts):
+        for impl in (i for i in impls if runs(case, i)):
             if impl.operands not in operands:
                 sets = bench.make_operands(case, bench.DTYPES[impl.operands], device, l2)
                 a, b = sets[0]
@@ -201,12 +207,13 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
                 "time_spread": (max(samples) - min(samples)) / ms,
                 "floor_ms": bench.min_bytes(case, elem_bytes) / copy_bps * 1e3,
                 "copy_tbps": copy_bps / 1e12,
-                "tflops": bench.tflops(case.m, case.n, case.k, ms) if on_gpu else float("nan"),
+                "tflops": (bench.tflops(case.batch * case.m, case.n, case.k, ms) if on_gpu
+                           else float("nan")),
                 "rel_error": err,
                 "config": config,
                 "error_ok": err <= tolerance(dtype, impl.precision if dtype == torch.float32
                                              else None),
-                **meta})
+                **meta, "batch": case.batch})
             if bar:
                 bar.update()
         del checked

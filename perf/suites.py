@@ -2,7 +2,8 @@
 A and B; "nt" takes B as the transpose of a row-major (N, K) weight, as linear() does; "tn"
 takes A as the transpose of a row-major (K, M) matrix (a weight gradient's X^T); "tt" both
 transposed; "pad" gives A and B leading dimensions padded past K and N (unaligned
-strides)."""
+strides). batch > 1: a batch of that many products, each operand (batch, rows, columns) in
+the layout ("nn" or "nt")."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ class Case(NamedTuple):
     n: int
     k: int
     layout: str = "nn"
+    batch: int = 1
 
     @property
     def label(self) -> str:
         tail = "" if self.layout == "nn" else f" {self.layout}"
-        return f"{self.m}x{self.n}x{self.k}{tail}"
+        head = "" if self.batch == 1 else f"{self.batch} x "
+        return f"{head}{self.m}x{self.n}x{self.k}{tail}"
 
 
 LAYOUTS = ("nn", "nt", "tn", "tt", "pad")
@@ -49,6 +52,12 @@ SUITES = {
                Case(128, 128, 16384), Case(128, 128, 65535)),
     # Mid-size outputs (a few waves of tiles or fewer) over a long K: too large for split-K,
     # too small for the tiles that feed Hopper best (dispatch.K_MAJOR_MID_MIN_K).
+    # Batches (bmm): attention's scores q @ k^T (heads x seq x seq over the head dimension,
+    # K-major keys) and attn @ V, at Llama-7B's 32 heads of 128 and smaller; a batch of
+    # square products, and one of 16-byte rows off a 32-byte sector (1000).
+    "batched": (Case(2048, 2048, 128, "nt", 32), Case(2048, 128, 2048, "nn", 32),
+                Case(4096, 4096, 128, "nt", 8), Case(1024, 1024, 64, "nt", 16),
+                Case(2048, 2048, 2048, "nn", 8), Case(1000, 1000, 1000, "nn", 32)),
     "mid": (Case(768, 768, 4096), Case(1024, 1024, 2048), Case(1024, 1024, 8192),
             Case(1536, 1536, 4096), Case(1024, 4096, 4096), Case(4096, 256, 8192)),
 }

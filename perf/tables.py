@@ -9,13 +9,14 @@ import pandas as pd
 from perf.bench import BASELINE, peak_tflops
 from perf.suites import SUITES
 
-SHAPE_COLS = ["M", "N", "K", "layout"]
+SHAPE_COLS = ["M", "N", "K", "layout", "batch"]  # a suites.Case's fields, in its order
 
 
 def add_derived(df: pd.DataFrame) -> pd.DataFrame:
     """vs_cublas: cuBLAS time at the row's baseline precision over the row's time, for the
     same shape in the same run; pct_peak: TFLOPS over the device's peak for the precision."""
     df = df.copy()
+    df["batch"] = batches(df)
     base = df[df.impl == "cublas"].set_index(SHAPE_COLS + ["precision"])["time_ms"]
     keys = zip(*(df[c] for c in SHAPE_COLS), df.precision.map(BASELINE))
     df["vs_cublas"] = [base.get(key, float("nan")) for key in keys] / df.time_ms
@@ -43,16 +44,28 @@ def pivot(df: pd.DataFrame, value: str) -> pd.DataFrame:
     return table[list(dict.fromkeys(df["shape"]))]
 
 
-def _suite_of(row) -> str:
+def batches(df: pd.DataFrame) -> pd.Series:
+    """Each row's batch: rows from before batched cases have none (single products)."""
+    if "batch" not in df:
+        return pd.Series(1, index=df.index)
+    return df["batch"].fillna(1).astype(int)
+
+
+def _case_keys(df: pd.DataFrame) -> list:
+    """Each row's suites.Case fields, as a tuple (equal to the Case)."""
+    return list(zip(df.M, df.N, df.K, df.layout, batches(df)))
+
+
+def _suite_of(key: tuple) -> str:
     for name, cases in SUITES.items():
-        if (row.M, row.N, row.K, row.layout) in cases:
+        if key in cases:
             return name
     return "other"
 
 
 def by_suite(df: pd.DataFrame, value: str, floatfmt: str) -> list[str]:
     """One markdown table of a column per shape suite (narrow enough to read)."""
-    suites = df.apply(_suite_of, axis=1)
+    suites = pd.Series([_suite_of(key) for key in _case_keys(df)], index=df.index)
     lines = []
     for name in dict.fromkeys(suites):
         lines += [f"### {name}", "", pivot(df[suites == name], value).to_markdown(
@@ -85,8 +98,8 @@ def markdown(df: pd.DataFrame, title: str) -> str:
         bandwidth = ", ".join(f"{v:.2f}" for v in sorted(df.copy_tbps.dropna().unique()))
         floors = []
         for name in MEMORY_BOUND_SUITES:  # by membership: a shape may sit in two suites
-            member = pd.Series([(m, n, k, lay) in SUITES[name] for m, n, k, lay
-                                in zip(df.M, df.N, df.K, df.layout)], index=df.index)
+            member = pd.Series([key in SUITES[name] for key in _case_keys(df)],
+                               index=df.index)
             rows = df[member & df.pct_floor.notna()]
             if len(rows):
                 floors += [f"### {name}", "",
@@ -107,7 +120,8 @@ def plot(df: pd.DataFrame, out_dir: Path, ladder_order) -> list[Path]:
     import matplotlib.pyplot as plt
 
     written = []
-    at = df[(df.M == 4096) & (df.N == 4096) & (df.K == 4096) & (df.layout == "nn")]
+    at = df[(df.M == 4096) & (df.N == 4096) & (df.K == 4096) & (df.layout == "nn")
+            & (batches(df) == 1)]
     ladder = at[at.impl.isin(ladder_order)].set_index("impl").reindex(
         [s for s in ladder_order if s in set(at.impl)])
     if len(ladder):
@@ -132,8 +146,7 @@ def plot(df: pd.DataFrame, out_dir: Path, ladder_order) -> list[Path]:
         fig.savefig(written[-1], dpi=120)
         plt.close(fig)
 
-    in_suite = [(m, n, k, lay) in SUITES["square"]
-                for m, n, k, lay in zip(df.M, df.N, df.K, df.layout)]
+    in_suite = [key in SUITES["square"] for key in _case_keys(df)]
     square = df[in_suite]
     precisions = list(dict.fromkeys(square[square.impl == "triton"].precision))
     if square.M.nunique() > 1 and precisions:
@@ -158,7 +171,7 @@ def plot(df: pd.DataFrame, out_dir: Path, ladder_order) -> list[Path]:
 def write(df: pd.DataFrame, out_dir: Path, title: str, ladder_order) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     csv = out_dir / "report.csv"
-    df.to_csv(csv, index=False)
+    df.assign(batch=batches(df)).to_csv(csv, index=False)
     md = out_dir / "report.md"
     md.write_text(markdown(df, title))
     files = [csv, md]

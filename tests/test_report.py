@@ -210,3 +210,35 @@ def test_accuracy_script_says_it_needs_a_gpu():
     from perf import accuracy
     with pytest.raises(SystemExit, match="CUDA GPU"):
         accuracy.main([])
+
+
+def test_batched_cases_operands_arithmetic_and_rows_without_a_batch():
+    """A batched case's operands (3-D, nt: K-major B), its bytes and label; the CUDA ladder
+    skips it; tables match rows of older reports (no batch column) as single products."""
+    import perf.report as report
+    case = suites.Case(6, 5, 4, "nt", 3)
+    assert case.label == "3 x 6x5x4 nt"
+    a, b = bench.make_operands(case, torch.float32, "cpu")[0]
+    assert a.shape == (3, 6, 4) and b.shape == (3, 4, 5) and b.stride(1) == 1
+    assert bench.min_bytes(case, 2) == 3 * (6 * 4 + 4 * 5 + 6 * 5) * 2
+    with pytest.raises(ValueError, match="layout nn or nt"):
+        bench.make_operands(suites.Case(6, 5, 4, "tn", 3), torch.float32, "cpu")
+    assert all(c.batch > 1 and c.layout in ("nn", "nt") for c in suites.SUITES["batched"])
+    ladder = bench.Impl("naive", "ieee", torch.matmul, ("nn",), "ieee")
+    triton_impl = bench.Impl("triton", "fp16", torch.matmul, suites.LAYOUTS, "fp16")
+    batched_nn = suites.Case(8, 8, 8, "nn", 2)
+    assert not report.runs(batched_nn, ladder) and report.runs(batched_nn, triton_impl)
+    assert report.runs(suites.Case(8, 8, 8), ladder)
+    meta = dict(gpu="NVIDIA H100 80GB HBM3", torch="t", triton="tr", date="d", mode="gpu",
+                tflops=1.0, rel_error=0.0)
+    first = suites.SUITES["batched"][0]
+    rows = ([dict(shape=first.label, M=first.m, N=first.n, K=first.k, layout=first.layout,
+                  batch=first.batch, impl=i, precision="fp16", time_ms=t, **meta)
+             for i, t in (("cublas", 2.0), ("triton", 1.0))]
+            + [dict(shape="4096x4096x4096", M=4096, N=4096, K=4096, layout="nn", impl=i,
+                    precision="fp16", time_ms=t, **meta)  # an older row: no batch
+               for i, t in (("cublas", 1.0), ("triton", 2.0))])
+    df = tables.add_derived(pd.DataFrame(rows))
+    assert list(df.vs_cublas) == [1.0, 2.0, 1.0, 0.5] and list(df.batch) == [32, 32, 1, 1]
+    md = tables.markdown(df, "t")
+    assert "### batched" in md and "### square" in md and "32 x 2048x2048x128 nt" in md
