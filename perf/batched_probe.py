@@ -6,8 +6,8 @@ plain kernel, where batches ran before).
     python perf/batched_probe.py --case 32,2048,2048,128,nt [--case ...]
         [--tiles BM,BN,BK,WARPS,STAGES,SUB ...] [--rounds 3] [--dtype fp16|bf16|tf32]
 
-A case is BATCH,M,N,K[,nt]: nt takes B as the transpose of a row-major (BATCH, N, K)
-tensor (k^T). BK is at 16 bits (fp32 operands take K steps of as many bytes); SUB 1 stores
+A case is BATCH,M,N,K[,LAYOUT]: LAYOUT nn (default), nt, tn or tt as the report's (t: the
+operand is the transpose of a row-major tensor; nt: k^T, tn: attention's P^T in dV). BK is at 16 bits (fp32 operands take K steps of as many bytes); SUB 1 stores
 C in two halves. GPU (Hopper) only.
 """
 
@@ -37,11 +37,15 @@ DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}
 
 
 def operands(spec: str, dtype: torch.dtype) -> tuple:
-    """(a, b) of a BATCH,M,N,K[,nt] case, N(0, 1)."""
+    """(a, b) of a BATCH,M,N,K[,LAYOUT] case, N(0, 1)."""
     batch, m, n, k, *layout = spec.split(",")
     batch, m, n, k = int(batch), int(m), int(n), int(k)
-    a = torch.randn(batch, m, k, device="cuda", dtype=dtype)
-    if layout == ["nt"]:
+    layout = layout[0] if layout else "nn"
+    if layout[0] == "t":
+        a = torch.randn(batch, k, m, device="cuda", dtype=dtype).transpose(1, 2)
+    else:
+        a = torch.randn(batch, m, k, device="cuda", dtype=dtype)
+    if layout[1] == "t":
         b = torch.randn(batch, n, k, device="cuda", dtype=dtype).transpose(1, 2)
     else:
         b = torch.randn(batch, k, n, device="cuda", dtype=dtype)
@@ -50,7 +54,7 @@ def operands(spec: str, dtype: torch.dtype) -> tuple:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--case", action="append", required=True, metavar="B,M,N,K[,nt]")
+    parser.add_argument("--case", action="append", required=True, metavar="B,M,N,K[,LAYOUT]")
     parser.add_argument("--tiles", nargs="*", default=TILES, metavar="BM,BN,BK,W,S,SUB")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))

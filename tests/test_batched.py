@@ -19,9 +19,18 @@ from triton_gemm.tolerances import assert_close
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-_CASES = [(torch.float16, False), (torch.float16, True), (torch.bfloat16, False),
-          (torch.bfloat16, True), (torch.float32, True)]
-_CASE_IDS = ["fp16-b_row", "fp16-b_col", "bf16-b_row", "bf16-b_col", "tf32-b_col"]
+_CASES = [(torch.float16, False, False), (torch.float16, False, True),
+          (torch.float16, True, False), (torch.float16, True, True),
+          (torch.bfloat16, False, True), (torch.bfloat16, True, False),
+          (torch.float32, False, True)]
+_CASE_IDS = ["fp16-nn", "fp16-nt", "fp16-tn", "fp16-tt", "bf16-nt", "bf16-tn", "tf32-nt"]
+
+
+def _a(batch, m, k, dtype, m_major):
+    """(batch, M, K) A, or the same stored M-major (the transpose of a row-major (K, M))."""
+    if m_major:
+        return randn(batch, k, m, dtype=dtype).transpose(1, 2)
+    return randn(batch, m, k, dtype=dtype)
 
 
 def _b(batch, k, n, dtype, k_major):
@@ -37,14 +46,14 @@ def _reference(a, b, alpha=1.0, d=None, beta=0.0):
 
 
 @requires_kernels
-@pytest.mark.parametrize("dtype,k_major", _CASES, ids=_CASE_IDS)
+@pytest.mark.parametrize("dtype,m_major,k_major", _CASES, ids=_CASE_IDS)
 @pytest.mark.parametrize("n", [136, 264], ids=["narrow", "wide"])
-def test_batched_product_at_both_tiles(dtype, k_major, n):
+def test_batched_product_at_both_tiles(dtype, m_major, k_major, n):
     """relu(alpha * A B + beta * bias) per product on a NaN-poisoned out: rows and columns
     past whole tiles (a 2-D view of the batch would read and write the next product's rows
     there; TMA clips each product), K past whole steps, more tiles than programs."""
     batch, m, k = 3, 136, 2 * 64 + 24
-    a, b = randn(batch, m, k, dtype=dtype), _b(batch, k, n, dtype, k_major)
+    a, b = _a(batch, m, k, dtype, m_major), _b(batch, k, n, dtype, k_major)
     bias = randn(n, dtype=dtype)
     out = torch.full((batch, m, n), float("nan"), dtype=dtype, device=a.device)
     assert batched.supports(a, b, out, "tf32")
@@ -84,7 +93,7 @@ def test_batched_product_with_a_matrix_d_strided_batches_and_pointer_stores():
 
 
 def test_batched_refuses_what_it_cannot_read():
-    """fp32 other than tf32 with a K-major B, an M-major A, a batch broadcast by a zero
+    """fp32 other than tf32 with a row-major A and a K-major B, a batch broadcast by a zero
     stride (not a TMA stride), rows off 16 bytes, a non-row-major out."""
     a = torch.empty(2, 64, 64, dtype=torch.float16)
     assert batched.supports(a, a, a, "tf32") == batched.INTERPRETER
@@ -93,7 +102,8 @@ def test_batched_refuses_what_it_cannot_read():
     assert batched.reads(f, k_major, "tf32")
     assert not batched.reads(f, f, "tf32")  # row-major B
     assert not batched.reads(f, k_major, "ieee") and not batched.reads(f, k_major, "tf32x3")
-    assert not batched.reads(a.transpose(1, 2), a, "tf32")  # M-major A
+    assert batched.reads(a.transpose(1, 2), a, "tf32")  # M-major 16-bit A
+    assert not batched.reads(f.transpose(1, 2), k_major, "tf32")  # M-major fp32 A
     assert not batched.reads(torch.empty(64, 64, dtype=torch.float16).expand(2, 64, 64), a,
                              "tf32")
     odd = torch.empty(2, 64, 65, dtype=torch.float16)[:, :, :63]  # rows of 130 bytes
@@ -122,6 +132,8 @@ def test_batches_plan_the_batched_kernel(monkeypatch):
             p = single_plan(2048, 2048, 128, dtype, b_k_major, batch=32)
             assert p == batched_plan, p
     assert single_plan(2048, 128, 2048, batch=32) == batched_plan
+    tn = torch.empty(32, 2048, 2048, dtype=torch.float16)  # attention's dV = P^T dO
+    assert dispatch.plan(tn.transpose(1, 2), tn[:, :, :128], "half", 132) == batched_plan
     assert single_plan(1000, 1000, 1000, batch=32) == batched_plan
     f32 = dict(dtype=torch.float32, precision="tf32", batch=8)
     assert single_plan(2048, 2048, 2048, b_k_major=True, **f32) == batched_plan
@@ -143,17 +155,19 @@ from pathlib import Path
 sys.path.insert(0, '.')
 from perf import sass_audit
 from triton_gemm.kernels import batched as bt
-tile, b_k_major, dtype = json.loads(sys.argv[1])
+tile, a_m_major, b_k_major, dtype = json.loads(sys.argv[1])
 bm, bn, bk16, warps, stages, sub = tile
 size = 4 if dtype == "fp32" else 2
 bk = bk16 * 2 // size
 b_box = [1, bn, bk] if b_k_major else [1, bk, bn]
-sig = {"a_desc": f"tensordesc<{dtype}[1, {bm}, {bk}]>", "b_desc": f"tensordesc<{dtype}{b_box}>",
+a_box = [1, bk, bm] if a_m_major else [1, bm, bk]
+sig = {"a_desc": f"tensordesc<{dtype}{a_box}>", "b_desc": f"tensordesc<{dtype}{b_box}>",
        "c_desc": f"tensordesc<{dtype}[1, {bm}, {bn // 2 if sub else bn}]>",
        "c_ptr": f"*{dtype}", "d_ptr": f"*{dtype}", "BATCH": "i32", "M": "i32", "N": "i32",
        "K": "i32", "stride_cb": "i32", "stride_cm": "i32", "stride_db": "i32",
        "stride_dm": "i32", "stride_dn": "i32", "alpha": "fp32", "beta": "fp32"}
-const = {"PRECISION": "tf32", "HAS_D": False, "ACTIVATION": 0, "B_K_MAJOR": b_k_major,
+const = {"PRECISION": "tf32", "HAS_D": False, "ACTIVATION": 0, "A_M_MAJOR": a_m_major,
+         "B_K_MAJOR": b_k_major,
          "UPCAST": False, "C_TMA": True, "EPILOGUE_SUBTILE": sub, "BM": bm, "BN": bn, "BK": bk,
          "GROUP_M": bt.GROUP_M, "DEPENDENT": True}
 kernel = sass_audit._compile(bt._batched_kernel, sig, const,
@@ -165,19 +179,20 @@ with tempfile.TemporaryDirectory() as tmp:
 print(json.dumps({"shared": kernel.metadata.shared, "mma": mma, **report}))
 """
 
-_BUILDS = [(tile, b_k_major, "fp16") for tile in (batched.WIDE, batched.NARROW)
-           for b_k_major in (False, True)] + [(batched.NARROW, True, "fp32"),
-                                              (batched.WIDE, True, "fp32")]
+_BUILDS = [(tile, a_m_major, b_k_major, "fp16") for tile in (batched.WIDE, batched.NARROW)
+           for a_m_major in (False, True) for b_k_major in (False, True)] + [
+    (batched.NARROW, False, True, "fp32"), (batched.WIDE, False, True, "fp32")]
 
 
-@pytest.mark.parametrize("tile,b_k_major,dtype", _BUILDS,
-                         ids=[f"{t[0]}x{t[1]}-{'b_col' if k else 'b_row'}-{d}"
-                              for t, k, d in _BUILDS])
-def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(tile, b_k_major, dtype):
+@pytest.mark.parametrize("tile,a_m_major,b_k_major,dtype", _BUILDS,
+                         ids=[f"{t[0]}x{t[1]}-{'t' if am else 'n'}{'t' if bk else 'n'}-{d}"
+                              for t, am, bk, d in _BUILDS])
+def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(tile, a_m_major, b_k_major,
+                                                                  dtype):
     """Offline for sm_90a: HGMMA (not HMMA) as wide as the tile's warpgroups take, no ptxas
     note that it serialised them (C7514 / C7515), no spills, within the H100's shared
     memory."""
-    report = offline_build(_COMPILE, list(tile), b_k_major, dtype)
+    report = offline_build(_COMPILE, list(tile), a_m_major, b_k_major, dtype)
     assert f"HGMMA.64x{tile[1]}x" in report["mma"], report
     assert "HMMA" not in report["mma"].replace("HGMMA", ""), report
     assert "C7514" not in report["warnings"] and "C7515" not in report["warnings"], report
@@ -190,8 +205,8 @@ def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(tile, b_k_majo
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32],
                          ids=["fp16", "bf16", "tf32"])
 def test_library_batched_calls_run_the_batched_kernel(dtype):
-    """bmm (q @ k^T, K-major B), matmul of 4-D attention-shaped operands (attn @ V),
-    baddbmm (a mask broadcast over the batch, out=) on Hopper: the batched kernel, matching
+    """bmm (q @ k^T, K-major B), matmul of 4-D attention-shaped operands (attn @ V), bmm
+    of an M-major A (P^T dO), baddbmm (a mask broadcast over the batch, out=) on Hopper: the batched kernel, matching
     float64 on NaN-poisoned outputs."""
     if not batched.hopper(torch.device("cuda")):
         pytest.skip("kernels/batched.py needs Hopper (sm_90)")
@@ -208,6 +223,13 @@ def test_library_batched_calls_run_the_batched_kernel(dtype):
         assert last_config().startswith("b_"), last_config()
     assert_close(y, (attn.double() @ v.double()), dtype, precision, what="matmul attn @ V",
                  operands=(attn[0, 0], v[0, 0]))
+    if dtype != torch.float32:  # attention's dV = P^T dO: an M-major A (tf32: staged)
+        d_out = randn(8, 256, 128, dtype=dtype)
+        p_t = attn.reshape(8, 256, 384).transpose(1, 2)
+        dv = triton_gemm.bmm(p_t, d_out)
+        assert last_config().startswith("b_"), last_config()
+        assert_close(dv, _reference(p_t, d_out), dtype, what="bmm P^T dO",
+                     operands=(p_t[0], d_out[0]))
     mask = randn(256, 384, dtype=dtype)
     out = torch.full((8, 256, 384), float("nan"), dtype=dtype, device=DEVICE)
     triton_gemm.baddbmm(mask, q3, k3.transpose(1, 2), beta=1.0, alpha=0.125,
@@ -223,5 +245,7 @@ def test_the_probe_operands_and_its_run():
     from perf import batched_probe
     a, b = batched_probe.operands("2,256,256,64,nt", torch.float16)
     assert a.shape == (2, 256, 64) and b.shape == (2, 64, 256) and b.stride(1) == 1
+    a, b = batched_probe.operands("2,256,128,64,tn", torch.float16)
+    assert a.shape == (2, 256, 64) and a.stride(1) == 1 and b.stride(2) == 1
     assert batched_probe.main(["--case", "2,256,256,64,nt", "--tiles", "128,128,64,4,4,0",
                                "--rounds", "1"]) == 0

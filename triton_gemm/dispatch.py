@@ -303,7 +303,8 @@ def _wide_fills(m: int, n: int, sms: int) -> bool:
 # 23.6 on the tf32_mid ones; cuBLAS 19.6): configs.persistent_family keeps fp32 products of
 # more than MID_M_MAX rows on the tf32 tiles unless the plan asks.
 SMALL_WAVE = True
-# Batches of products on Hopper, 16-bit or tf32 (B K-major, as given or staged), with at
+# Batches of products on Hopper, 16-bit in any layout or tf32 (A row-major and B K-major,
+# as given or staged), with at
 # least BATCHED_MIN_MN rows and columns each, run on kernels/batched.py (a persistent TMA
 # kernel over 3-D descriptors) instead of the plain kernel. perf/batched_probe.py, H100,
 # fp16, CUDA-graph time after the L2 flush, us, plain kernel / batched (cuBLAS):
@@ -550,7 +551,7 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
             and a_runs and b_runs):
         return TRANSPOSED
     if (BATCHED and tma and sms is not None and batch > 1 and min(m, n) >= BATCHED_MIN_MN
-            and (sa[2] == 1 or a_k_major)
+            and (sa[2] == 1 or a_k_major or precision == "half" and sa[1] == 1)
             and (precision == "half" or precision == "tf32" and (sb[1] == 1 or b_k_major))):
         # Rows TMA reads as given (16-byte strides: fp16 K = 1000) need no padded copy;
         # K-major copies are padded anyway.

@@ -1,5 +1,6 @@
 """Persistent TMA GEMM for batches of products on Hopper: C[i] = act(alpha * A[i] @ B[i] +
-beta * D[i]) for 16-bit operands, and fp32 ones at tf32 with a K-major B. A program per SM
+beta * D[i]) for 16-bit operands in any layout, and fp32 ones at tf32 with a row-major A
+and a K-major B. A program per SM
 walks the tiles of every product of the batch, one product after another, loading A and B
 through 3-D TMA descriptors (batch, rows, columns) and storing C the same way.
 
@@ -57,12 +58,13 @@ def tile_for(n: int, k: int, dtype: torch.dtype) -> tuple:
 def _batched_kernel(a_desc, b_desc, c_desc, c_ptr, d_ptr, BATCH, M, N, K,
                     stride_cb, stride_cm, stride_db, stride_dm, stride_dn, alpha, beta,
                     PRECISION: tl.constexpr, HAS_D: tl.constexpr, ACTIVATION: tl.constexpr,
-                    B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, C_TMA: tl.constexpr,
+                    A_M_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, C_TMA: tl.constexpr,
                     EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                     BK: tl.constexpr, GROUP_M: tl.constexpr, DEPENDENT: tl.constexpr):
     """C (BATCH, M, N) = act(alpha * A @ B + beta * D), product by product.
 
-    a_desc: A as (BATCH, M, K) rows; b_desc: B as (BATCH, K, N) rows, or with B_K_MAJOR its
+    a_desc: A as (BATCH, M, K) rows, or with A_M_MAJOR (16-bit only: wgmma reads 32-bit
+    operands K-major) its (BATCH, K, M) transpose's; b_desc: B as (BATCH, K, N) rows, or with B_K_MAJOR its
     (BATCH, N, K) transpose's; c_desc: C (BATCH, M, N) when C_TMA, else C is stored by masked
     pointers through c_ptr (batch stride stride_cb, row stride stride_cm). D: any strides
     (0 to broadcast). Tiles are numbered product by product, grouped order within one
@@ -83,7 +85,10 @@ def _batched_kernel(a_desc, b_desc, c_desc, c_ptr, d_ptr, BATCH, M, N, K,
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(k_tiles):
             k = ki * BK
-            a = tl.reshape(a_desc.load([product, off_m, k]), (BM, BK))
+            if A_M_MAJOR:
+                a = tl.reshape(a_desc.load([product, k, off_m]), (BK, BM)).T
+            else:
+                a = tl.reshape(a_desc.load([product, off_m, k]), (BM, BK))
             if B_K_MAJOR:
                 b = tl.reshape(b_desc.load([product, off_n, k]), (BN, BK)).T
             else:
@@ -123,6 +128,11 @@ def _tma_ok(t: torch.Tensor, last: int) -> bool:
             and all(s > 0 and (s * size) % TMA_ALIGN_BYTES == 0 for s in others))
 
 
+def a_m_major(a: torch.Tensor) -> bool:
+    """(batch, M, K) A is stored M-contiguous (a transposed row-major (K, M) per product)."""
+    return a.stride(1) == 1 and a.stride(2) != 1
+
+
 def b_k_major(b: torch.Tensor) -> bool:
     """(batch, K, N) B is stored K-contiguous (a transposed row-major (N, K) per product)."""
     return b.stride(1) == 1 and b.stride(2) != 1
@@ -130,13 +140,13 @@ def b_k_major(b: torch.Tensor) -> bool:
 
 def reads(a: torch.Tensor, b: torch.Tensor, precision: str) -> bool:
     """Whether the kernel reads (batch, M, K) a and (batch, K, N) b as they are: 16-bit, or
-    fp32 at tf32 with B K-major (wgmma reads 32-bit operands K-major); A row-major and B
-    row-major or K-major, each a valid 3-D TMA descriptor."""
+    fp32 at tf32 with A row-major and B K-major (wgmma reads 32-bit operands K-major); A
+    row-major or M-major, B row-major or K-major, each a valid 3-D TMA descriptor."""
     half = a.dtype in (torch.float16, torch.bfloat16)
     if a.dim() != 3 or not (half or a.dtype == torch.float32 and precision == "tf32"
-                            and b_k_major(b)):
+                            and b_k_major(b) and not a_m_major(a)):
         return False
-    return _tma_ok(a, 2) and _tma_ok(b, 1 if b_k_major(b) else 2)
+    return _tma_ok(a, 1 if a_m_major(a) else 2) and _tma_ok(b, 1 if b_k_major(b) else 2)
 
 
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str) -> bool:
@@ -166,9 +176,10 @@ def matmul_3d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     has_d, d = epilogue_input(d, beta, out)
     bm, bn, bk16, warps, stages, subtile = tile or tile_for(n, k, a.dtype)
     bk = bk16 * 2 // a.element_size()
-    k_major = b_k_major(b)
+    m_major, k_major = a_m_major(a), b_k_major(b)
     c_tma = _tma_ok(out, 2)
-    a_desc = _descriptor(a, [1, bm, bk])
+    a_desc = (_descriptor(a.transpose(1, 2), [1, bk, bm]) if m_major
+              else _descriptor(a, [1, bm, bk]))
     b_desc = (_descriptor(b.transpose(1, 2), [1, bn, bk]) if k_major
               else _descriptor(b, [1, bk, bn]))
     c_desc = (_descriptor(out, [1, bm, bn // 2 if subtile else bn]) if c_tma else None)
@@ -178,7 +189,7 @@ def matmul_3d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                 out.stride(1), d.stride(0), d.stride(1), d.stride(2), float(alpha),
                 float(beta)),
                {"PRECISION": dot_precision(a.dtype, precision), "HAS_D": has_d,
-                "ACTIVATION": activation, "B_K_MAJOR": k_major,
+                "ACTIVATION": activation, "A_M_MAJOR": m_major, "B_K_MAJOR": k_major,
                 "UPCAST": INTERPRETER and a.dtype == torch.bfloat16, "C_TMA": c_tma,
                 "EPILOGUE_SUBTILE": subtile and c_tma, "BM": bm, "BN": bn, "BK": bk,
                 "GROUP_M": GROUP_M, "num_warps": warps, "num_stages": stages,
