@@ -313,7 +313,9 @@ SMALL_WAVE = True
 # 1024x1024x64 nt 21.8 / 16.0 (16.5); 8 x 2048^3 213.6 / 197.2 (195.4); 4 x 4096^3 nt
 # 1018.0 / 822.7 (829.7); 32 x 1000^3 215.8 / 156.4 (127.9); tf32 32 x 2048x2048x128 nt
 # 299.3 / 249.9 (230.1), 8 x 2048^3 nt 453.5 / 384.3 (423.6), 32 x 2048x128x2048 (V staged
-# K-major) 268.9 / 244.9 (225.8). Small products are level with the plain kernel: fp16
+# K-major) 268.9 / 244.9 (225.8); fp16 with an M-major A (attention's dV = P^T dO) 32 x
+# 2048x128x2048 tn 106.1 / 103.7 (107.8), 32 x 2048x2048x128 tt 172.7 / 114.7 (116.1), 8 x
+# 2048^3 tn 217.7 / 200.0 (198.6). Small products are level with the plain kernel: fp16
 # 64 x 256x256x64 nt 9.7 / 9.8 (9.1), 128 x 128x128x64 nt 8.5 / 8.6 (8.4), 16 x 512^3 15.0 /
 # 14.8 (14.0); tf32 64 x 256x256x64 nt 14.3 / 13.1 (15.3); so the kernel takes them from
 # BATCHED_MIN_MN (one 128-row tile), below which its tiles would be mostly idle (unmeasured).
