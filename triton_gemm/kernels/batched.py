@@ -40,7 +40,11 @@ from .persistent import TMA_ALIGN_BYTES, programs, tile_origin
 # idle) 134.9 / 110.0 (113.8); bf16 as fp16 within 1%.
 # tf32 32 x 2048x2048x128 nt 267.6 / 249.9 (230.1), 8 x 2048^3 nt 384.3 / 418.7 (423.6).
 # So the wide tile from WIDE_MIN_N columns, but not for tf32 over a K shorter than
-# WIDE_TF32_MIN_K (measured at 128 and 2048 only).
+# WIDE_TF32_MIN_K (measured at 128 and 2048 only). Warp-specialised (TMA producer warps;
+# the K loop then not flattened into the tile loop) lost at every shape (a probe, not kept,
+# same timing, us, 128x256 unspecialised / specialised): fp16 8 x 2048^3 204.1 / 206.3,
+# 32 x 2048x2048x128 nt 114.8 / 178.6 (the next tile's loads no longer overlap this one's
+# store), 4 x 4096^3 nt 828.5 / 849.4; tf32 8 x 2048^3 nt 390.5 / 396.1.
 WIDE = (128, 256, 64, 8, 3, True)
 NARROW = (128, 128, 64, 4, 4, False)
 WIDE_MIN_N = 256
