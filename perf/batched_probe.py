@@ -33,7 +33,10 @@ from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
 
 TILES = ("128,256,64,8,3,1", "128,128,64,8,4,0", "128,128,64,4,4,0", "256,128,64,8,3,1",
          "128,256,64,8,4,1")
-DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}
+# --dtype: operand dtype; fp32 names the precision (ieee and tf32x3 against cuBLAS SGEMM,
+# on the library's paths only: the batched kernel runs tf32).
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32,
+          "tf32x3": torch.float32, "ieee": torch.float32}
 
 
 def operands(spec: str, dtype: torch.dtype) -> tuple:
@@ -60,8 +63,9 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
     args = parser.parse_args(argv)
     dtype = DTYPES[args.dtype]
-    precision = "tf32" if dtype == torch.float32 else None
-    torch.backends.cuda.matmul.allow_tf32 = dtype == torch.float32
+    precision = args.dtype if dtype == torch.float32 else None
+    torch.backends.cuda.matmul.allow_tf32 = args.dtype == "tf32"
+    tiles = args.tiles if args.dtype in ("fp16", "bf16", "tf32") else []
     sms = gpu_sms(torch.device("cuda"))[0]
     for spec in args.case:
         a, b = operands(spec, dtype)
@@ -74,7 +78,7 @@ def main(argv=None) -> int:
                    a, b, out, precision=precision or "half", force=dispatch.PLAIN)}
         triton_gemm.bmm(a, b, precision=precision)
         print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
-        for tile_spec in args.tiles:
+        for tile_spec in tiles:
             tile = tuple(int(v) for v in tile_spec.split(","))
             tile = (*tile[:5], bool(tile[5]))
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)

@@ -47,7 +47,7 @@ def _reference(a, b, alpha=1.0, d=None, beta=0.0):
 
 @requires_kernels
 @pytest.mark.parametrize("dtype,m_major,k_major", _CASES, ids=_CASE_IDS)
-@pytest.mark.parametrize("n", [136, 264], ids=["narrow", "wide"])
+@pytest.mark.parametrize("n", [136, 392], ids=["narrow", "wide"])
 def test_batched_product_at_both_tiles(dtype, m_major, k_major, n):
     """relu(alpha * A B + beta * bias) per product on a NaN-poisoned out: rows and columns
     past whole tiles (a 2-D view of the batch would read and write the next product's rows
@@ -58,7 +58,7 @@ def test_batched_product_at_both_tiles(dtype, m_major, k_major, n):
     out = torch.full((batch, m, n), float("nan"), dtype=dtype, device=a.device)
     assert batched.supports(a, b, out, "tf32")
     tile = batched.tile_for(n, k, dtype)
-    assert tile == (batched.WIDE if n >= 256 and dtype != torch.float32 else batched.NARROW)
+    assert tile == (batched.WIDE if n > 256 and dtype != torch.float32 else batched.NARROW)
     for call in range(2):  # the second on the cached compiled kernel
         out.fill_(float("nan"))
         batched.matmul_3d(a, b, out, bias, alpha=0.5, beta=2.0, activation=1, sms=2)
@@ -113,8 +113,12 @@ def test_batched_refuses_what_it_cannot_read():
 
 
 def test_tile_rule():
-    """The wide tile from WIDE_MIN_N columns; tf32 over a short K keeps the narrow one."""
+    """The wide tile from WIDE_MIN_N columns where it covers no more of them than the
+    narrow one; tf32 over a short K keeps the narrow one."""
     assert batched.tile_for(2048, 128, torch.float16) == batched.WIDE
+    assert batched.tile_for(392, 128, torch.float16) == batched.WIDE  # 512 columns either way
+    for n in (384, 640, 136):  # 256-wide tiles would cover 512, 768, 256
+        assert batched.tile_for(n, 2048, torch.float16) == batched.NARROW, n
     assert batched.tile_for(128, 2048, torch.bfloat16) == batched.NARROW  # attn @ V
     assert batched.tile_for(255, 4096, torch.float16) == batched.NARROW
     assert batched.tile_for(2048, 128, torch.float32) == batched.NARROW

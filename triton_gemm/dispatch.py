@@ -319,6 +319,9 @@ SMALL_WAVE = True
 # 64 x 256x256x64 nt 9.7 / 9.8 (9.1), 128 x 128x128x64 nt 8.5 / 8.6 (8.4), 16 x 512^3 15.0 /
 # 14.8 (14.0); tf32 64 x 256x256x64 nt 14.3 / 13.1 (15.3); so the kernel takes them from
 # BATCHED_MIN_MN (one 128-row tile), below which its tiles would be mostly idle (unmeasured).
+# ieee and tf32x3 batches stay on the plain kernel (same probe, against cuBLAS SGEMM): ieee
+# 32 x 2048x2048x128 nt 859.3 (856.8), 8 x 2048^3 2945.2 (2695.9); tf32x3 588.1 (851.6),
+# 1826.7 (2629.2).
 BATCHED = True
 BATCHED_MIN_MN = 128
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any

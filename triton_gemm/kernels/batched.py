@@ -39,8 +39,11 @@ from .persistent import TMA_ALIGN_BYTES, programs, tile_origin
 # 32 x 1000^3 156.6 / 204.1 (127.9); 32 x 2048x128x2048 (N = 128: half of a 256-wide tile
 # idle) 134.9 / 110.0 (113.8); bf16 as fp16 within 1%.
 # tf32 32 x 2048x2048x128 nt 267.6 / 249.9 (230.1), 8 x 2048^3 nt 384.3 / 418.7 (423.6).
-# So the wide tile from WIDE_MIN_N columns, but not for tf32 over a K shorter than
-# WIDE_TF32_MIN_K (measured at 128 and 2048 only). Warp-specialised (TMA producer warps;
+# Where 256-wide tiles cover more columns than 128-wide ones (an odd count of those) the
+# narrow tile won: fp16 16 x 2048x384x2048 102.6 / 95.2 (79.7), 16 x 2048x640x2048 147.4 /
+# 139.4 (127.3), 64 x 512x384x64 nt 16.8 / 14.1 (14.9).
+# So the wide tile from WIDE_MIN_N columns where it covers no more of them, but not for tf32
+# over a K shorter than WIDE_TF32_MIN_K (measured at 128 and 2048 only). Warp-specialised (TMA producer warps;
 # the K loop then not flattened into the tile loop) lost at every shape (a probe, not kept,
 # same timing, us, 128x256 unspecialised / specialised): fp16 8 x 2048^3 204.1 / 206.3,
 # 32 x 2048x2048x128 nt 114.8 / 178.6 (the next tile's loads no longer overlap this one's
@@ -55,7 +58,8 @@ GROUP_M = 8
 def tile_for(n: int, k: int, dtype: torch.dtype) -> tuple:
     """The tile of a batch of (M, N, K) products of this operand dtype (see WIDE)."""
     short_tf32 = dtype == torch.float32 and k < WIDE_TF32_MIN_K
-    return WIDE if n >= WIDE_MIN_N and not short_tf32 else NARROW
+    covers = cdiv(n, WIDE[1]) * WIDE[1] == cdiv(n, NARROW[1]) * NARROW[1]
+    return WIDE if n >= WIDE_MIN_N and covers and not short_tf32 else NARROW
 
 
 @triton.jit
