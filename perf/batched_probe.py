@@ -26,10 +26,10 @@ if str(ROOT) not in sys.path:
 import triton_gemm  # noqa: E402
 from triton_gemm import dispatch  # noqa: E402
 from perf import bench  # noqa: E402
-from perf.simt_gluon_probe import time_and_print  # noqa: E402
+from perf.simt_gluon_probe import add_checked, time_and_print  # noqa: E402
 from triton_gemm.kernels import batched  # noqa: E402
 from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
-from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
+from triton_gemm.tolerances import tolerance  # noqa: E402
 
 TILES = ("128,256,64,8,3,1", "128,128,64,8,4,0", "128,128,64,4,4,0", "256,128,64,8,3,1",
          "128,256,64,8,4,1")
@@ -85,17 +85,8 @@ def main(argv=None) -> int:
 
             def fn(out=out, tile=tile, a=a, b=b):
                 return batched.matmul_3d(a, b, out, precision="tf32", sms=sms, tile=tile)
-            out.fill_(float("nan"))
-            try:
-                fn()
-                torch.cuda.synchronize()
-            except Exception as exc:  # a tile that does not compile or fit: say so
-                print(f"{spec} {tile_spec}: failed {type(exc).__name__}: {str(exc)[:300]}")
-                continue
-            err = rel_error(out, ref)
-            print(f"{spec} {tile_spec}: rel error {err:.1e}", flush=True)
-            if err <= tolerance(dtype, precision):
-                fns[tile_spec] = fn
+            add_checked(fns, tile_spec, fn, out, ref, f"{spec} {tile_spec}",
+                        tolerance(dtype, precision))
         batch_, m, k = a.shape
         time_and_print(f"graph {spec}", fns, bench.cold_graph_ms, args.rounds,
                        2 * batch_ * m * b.shape[2] * k)

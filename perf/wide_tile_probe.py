@@ -32,11 +32,11 @@ if str(ROOT) not in sys.path:
 
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
-from perf.simt_gluon_probe import time_and_print  # noqa: E402
+from perf.simt_gluon_probe import add_checked, time_and_print  # noqa: E402
 from perf.suites import Case  # noqa: E402
 from triton_gemm.kernels.common import cdiv  # noqa: E402
 from triton_gemm.kernels.persistent import tile_origin  # noqa: E402
-from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
+from triton_gemm.tolerances import tolerance  # noqa: E402
 
 TILES = ("128,128,0,64,4,5", "128,256,0,64,8,3", "128,128,64,64,8,4,nf",
          "128,128,64,64,8,3,nf", "128,128,64,64,4,4,nf", "128,128,64,64,8,4,ws")
@@ -134,17 +134,8 @@ def main(argv=None) -> int:
 
             def fn(out=out, tile=tile, a=a, b=b):
                 return run_tile(a, b, out, *tile)
-            out.fill_(float("nan"))
-            try:
-                fn()
-                torch.cuda.synchronize()
-            except Exception as exc:  # a tile that does not compile or fit: say so
-                print(f"{spec} {tile_spec}: failed {type(exc).__name__}: {str(exc)[:300]}")
-                continue
-            err = rel_error(out, ref)
-            print(f"{spec} {tile_spec}: rel error {err:.1e}", flush=True)
-            if err <= tolerance(dtype, None):
-                fns[tile_spec] = fn
+            add_checked(fns, tile_spec, fn, out, ref, f"{spec} {tile_spec}",
+                        tolerance(dtype, None))
         time_and_print(f"graph {spec}", fns, bench.cold_graph_ms, args.rounds, 2 * m * n * k)
     return 0
 
