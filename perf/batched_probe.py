@@ -7,8 +7,9 @@ plain kernel, where batches ran before).
         [--tiles BM,BN,BK,WARPS,STAGES,SUB ...] [--rounds 3] [--dtype fp16|bf16|tf32]
 
 A case is BATCH,M,N,K[,LAYOUT]: LAYOUT nn (default), nt, tn or tt as the report's (t: the
-operand is the transpose of a row-major tensor; nt: k^T, tn: attention's P^T in dV). BK is at 16 bits (fp32 operands take K steps of as many bytes); SUB 1 stores
-C in two halves. GPU (Hopper) only.
+operand is the transpose of a row-major tensor; nt: k^T, tn: attention's P^T in dV). BK is
+at 16 bits (fp32 operands take K steps of as many bytes); SUB 1 stores C in two halves.
+GPU (Hopper) only.
 """
 
 from __future__ import annotations

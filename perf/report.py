@@ -7,9 +7,10 @@
 On a CUDA GPU: every cuda_ref ladder step, triton_gemm at each precision (ieee, tf32,
 tf32x3, fp16, bf16) and cuBLAS (torch.matmul with TF32 on only for tf32) in the same run;
 median time (bench.gpu_median_ms: each call after an L2 flush that reads 256 MB; the median
-of ROUNDS rounds that take every implementation of a shape in turn), TFLOPS = 2MNK/t, ratio
-to cuBLAS, % of the device's peak, % of the memory floor (operands read and output written once at the copy bandwidth
-measured in the run), relative error against float64. Written to perf/results/<gpu>/ as
+of ROUNDS rounds that take every implementation of a shape in turn), TFLOPS = 2MNK/t (times
+the batch of a batched case), ratio to cuBLAS, % of the device's peak, % of the memory
+floor (operands read and output written once at the copy bandwidth measured in the run),
+relative error against float64. Written to perf/results/<gpu>/ as
 report.csv, report.md, ladder.png and sizes.png.
 
 Without a GPU: the Triton kernels run in Triton's CPU interpreter on a few tiny shapes and

@@ -210,8 +210,8 @@ def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(tile, a_m_majo
                          ids=["fp16", "bf16", "tf32"])
 def test_library_batched_calls_run_the_batched_kernel(dtype):
     """bmm (q @ k^T, K-major B), matmul of 4-D attention-shaped operands (attn @ V), bmm
-    of an M-major A (P^T dO), baddbmm (a mask broadcast over the batch, out=) on Hopper: the batched kernel, matching
-    float64 on NaN-poisoned outputs."""
+    of an M-major A (P^T dO), baddbmm (a mask broadcast over the batch, out=) on Hopper:
+    the batched kernel, matching float64 on NaN-poisoned outputs."""
     if not batched.hopper(torch.device("cuda")):
         pytest.skip("kernels/batched.py needs Hopper (sm_90)")
     precision = "tf32" if dtype == torch.float32 else None

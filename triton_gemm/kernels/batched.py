@@ -1,8 +1,8 @@
 """Persistent TMA GEMM for batches of products on Hopper: C[i] = act(alpha * A[i] @ B[i] +
 beta * D[i]) for 16-bit operands in any layout, and fp32 ones at tf32 with a row-major A
-and a K-major B. A program per SM
-walks the tiles of every product of the batch, one product after another, loading A and B
-through 3-D TMA descriptors (batch, rows, columns) and storing C the same way.
+and a K-major B. A program per SM walks the tiles of every product of the batch, one
+product after another, loading A and B through 3-D TMA descriptors (batch, rows, columns)
+and storing C the same way.
 
 Why: batched products ran on the plain kernel, a program per tile with pointer loads and
 stores. Attention's scores (q @ k^T: a batch of square outputs over a short K of 64-128)
@@ -12,7 +12,7 @@ tile's loads: fp16 32 x 2048x2048x128 with a K-major B took 176.8 us against cuB
 program pipelines the next tile's loads behind the current tile's store (the K loop
 flattened into the tile loop), and the 3-D boxes keep every tile inside its own product
 (TMA clips a box at each dimension's extent: a ragged last row of tiles neither reads nor
-writes the next product's rows). TILES has the measurements.
+writes the next product's rows). WIDE has the measurements.
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ from .persistent import TMA_ALIGN_BYTES, programs, tile_origin
 # narrow tile won: fp16 16 x 2048x384x2048 102.6 / 95.2 (79.7), 16 x 2048x640x2048 147.4 /
 # 139.4 (127.3), 64 x 512x384x64 nt 16.8 / 14.1 (14.9).
 # So the wide tile from WIDE_MIN_N columns where it covers no more of them, but not for tf32
-# over a K shorter than WIDE_TF32_MIN_K (measured at 128 and 2048 only). Warp-specialised (TMA producer warps;
-# the K loop then not flattened into the tile loop) lost at every shape (a probe, not kept,
-# same timing, us, 128x256 unspecialised / specialised): fp16 8 x 2048^3 204.1 / 206.3,
+# over a K shorter than WIDE_TF32_MIN_K (measured at 128 and 2048 only).
+# Warp-specialised (TMA producer warps; the K loop then not flattened into the tile loop)
+# lost at every shape (a probe, not kept, same timing, us, 128x256 unspecialised /
+# specialised): fp16 8 x 2048^3 204.1 / 206.3,
 # 32 x 2048x2048x128 nt 114.8 / 178.6 (the next tile's loads no longer overlap this one's
 # store), 4 x 4096^3 nt 828.5 / 849.4; tf32 8 x 2048^3 nt 390.5 / 396.1.
 WIDE = (128, 256, 64, 8, 3, True)
@@ -66,14 +67,15 @@ def tile_for(n: int, k: int, dtype: torch.dtype) -> tuple:
 def _batched_kernel(a_desc, b_desc, c_desc, c_ptr, d_ptr, BATCH, M, N, K,
                     stride_cb, stride_cm, stride_db, stride_dm, stride_dn, alpha, beta,
                     PRECISION: tl.constexpr, HAS_D: tl.constexpr, ACTIVATION: tl.constexpr,
-                    A_M_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, C_TMA: tl.constexpr,
+                    A_M_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr,
+                    C_TMA: tl.constexpr,
                     EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                     BK: tl.constexpr, GROUP_M: tl.constexpr, DEPENDENT: tl.constexpr):
     """C (BATCH, M, N) = act(alpha * A @ B + beta * D), product by product.
 
     a_desc: A as (BATCH, M, K) rows, or with A_M_MAJOR (16-bit only: wgmma reads 32-bit
-    operands K-major) its (BATCH, K, M) transpose's; b_desc: B as (BATCH, K, N) rows, or with B_K_MAJOR its
-    (BATCH, N, K) transpose's; c_desc: C (BATCH, M, N) when C_TMA, else C is stored by masked
+    operands K-major) its (BATCH, K, M) transpose's; b_desc: B as (BATCH, K, N) rows, or
+    with B_K_MAJOR its (BATCH, N, K) transpose's; c_desc: C (BATCH, M, N) when C_TMA, else C is stored by masked
     pointers through c_ptr (batch stride stride_cb, row stride stride_cm). D: any strides
     (0 to broadcast). Tiles are numbered product by product, grouped order within one
     (persistent.tile_origin); program pid takes tiles pid, pid + grid, ...
