@@ -75,10 +75,11 @@ def _batched_kernel(a_desc, b_desc, c_desc, c_ptr, d_ptr, BATCH, M, N, K,
 
     a_desc: A as (BATCH, M, K) rows, or with A_M_MAJOR (16-bit only: wgmma reads 32-bit
     operands K-major) its (BATCH, K, M) transpose's; b_desc: B as (BATCH, K, N) rows, or
-    with B_K_MAJOR its (BATCH, N, K) transpose's; c_desc: C (BATCH, M, N) when C_TMA, else C is stored by masked
-    pointers through c_ptr (batch stride stride_cb, row stride stride_cm). D: any strides
-    (0 to broadcast). Tiles are numbered product by product, grouped order within one
-    (persistent.tile_origin); program pid takes tiles pid, pid + grid, ...
+    with B_K_MAJOR its (BATCH, N, K) transpose's; c_desc: C (BATCH, M, N) when C_TMA,
+    else C is stored by masked pointers through c_ptr (batch stride stride_cb, row stride
+    stride_cm). D: any strides (0 to broadcast). Tiles are numbered product by product,
+    grouped order within one (persistent.tile_origin); program pid takes tiles pid, pid +
+    grid, ...
     EPILOGUE_SUBTILE stores C's tile as two BM x BN/2 halves (half the shared memory)."""
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
