@@ -110,6 +110,12 @@ def test_batched_refuses_what_it_cannot_read():
     assert not batched.reads(odd, torch.empty(2, 63, 64, dtype=torch.float16), "tf32")
     assert not batched.supports(a, a, a.transpose(1, 2), "tf32")
     assert not batched.reads(torch.empty(64, 64, dtype=torch.float16), a, "tf32")  # 2-D
+    # Products of 2^31 elements and more (32-bit offsets within one), read as strides only.
+    huge = torch.empty(1 << 16, 1 << 15, dtype=torch.float16, device="meta").expand(2, -1, -1)
+    assert batched._product_span(huge) == 1 << 31
+    assert not batched.supports(a, a, huge, "tf32") and not batched.supports(a, a, a, "tf32",
+                                                                             huge)
+    assert batched._product_span(a) == 64 * 64
 
 
 def test_tile_rule():

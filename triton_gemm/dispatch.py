@@ -1147,7 +1147,8 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
         _wide.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                         activation=activation, sms=_persistent.gpu_sms(a.device)[0])
         return
-    if p.batched and lo is None and _batched.supports(a, b[:, :, :n], out, precision):
+    if p.batched and lo is None and _batched.supports(
+            a, b[:, :, :n], out, precision, None if d is None else d.expand(out.shape)):
         _batched.matmul_3d(a, b[:, :, :n], out, d, alpha=alpha, beta=beta,
                            precision=precision, activation=activation,
                            sms=_persistent.gpu_sms(a.device)[0])

@@ -160,10 +160,20 @@ def reads(a: torch.Tensor, b: torch.Tensor, precision: str) -> bool:
     return _tma_ok(a, 1 if a_m_major(a) else 2) and _tma_ok(b, 1 if b_k_major(b) else 2)
 
 
-def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str) -> bool:
-    """Whether a, b and (batch, M, N) out run here: Hopper (or the interpreter), operands
-    as reads() takes them, out row-major (an unaligned one is stored by pointers)."""
-    return ((INTERPRETER or hopper(a.device)) and out.stride(2) == 1
+def _product_span(t: torch.Tensor) -> int:
+    """Elements from one product's first element to its last, plus one, of (batch, R, C) t."""
+    return 1 + sum((size - 1) * abs(stride) for size, stride in zip(t.shape[1:], t.stride()[1:]))
+
+
+def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, precision: str,
+             d: torch.Tensor | None = None) -> bool:
+    """Whether a, b and (batch, M, N) out run here with epilogue input d (None, or
+    broadcast to out): Hopper (or the interpreter), operands as reads() takes them, out
+    row-major (an unaligned one is stored by pointers), and out's and d's products each
+    within 2^31 elements (the epilogue's pointer offsets within a product are 32-bit; the
+    batch's offset is 64-bit)."""
+    small = all(_product_span(t) < 2**31 for t in (out, d) if t is not None)
+    return ((INTERPRETER or hopper(a.device)) and out.stride(2) == 1 and small
             and reads(a, b, precision))
 
 
