@@ -53,7 +53,7 @@ def batches(df: pd.DataFrame) -> pd.Series:
 
 def _case_keys(df: pd.DataFrame) -> list:
     """Each row's suites.Case fields, as a tuple (equal to the Case)."""
-    return list(zip(df.M, df.N, df.K, df.layout, batches(df)))
+    return list(zip(*(df[c] for c in SHAPE_COLS[:-1]), batches(df)))
 
 
 def _suite_of(key: tuple) -> str:

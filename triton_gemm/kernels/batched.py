@@ -112,11 +112,16 @@ def _batched_kernel(a_desc, b_desc, c_desc, c_ptr, d_ptr, BATCH, M, N, K,
         offs_m = off_m + tl.arange(0, BM)
         offs_n = off_n + tl.arange(0, BN)
         inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-        wide = product.to(tl.int64)  # batch offsets of pointers pass 2^31 sooner
-        acc = finish(acc, d_ptr + wide * stride_db + offs_m[:, None] * stride_dm
+        product64 = product.to(tl.int64)  # batch offsets of pointers pass 2^31 sooner
+        # D's tile of pointers spills (sm_90a, ptxas -v, fp16, 255 registers: 58 bytes
+        # stored on the wide tile, 84 on the narrow one). A bias row too: its zero strides
+        # are runtime values here (with them constant, none spills). persistent.store_tile
+        # reads a bias as a vector (D_ROW) for that reason; not done here: correct either
+        # way, not timed.
+        acc = finish(acc, d_ptr + product64 * stride_db + offs_m[:, None] * stride_dm
                      + offs_n[None, :] * stride_dn, inside, beta, HAS_D, ACTIVATION)
         if not C_TMA:
-            tl.store(c_ptr + wide * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :],
+            tl.store(c_ptr + product64 * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :],
                      acc.to(dtype), mask=inside)
         elif EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
