@@ -5,10 +5,15 @@ plain kernel, where batches ran before).
 
     python perf/batched_probe.py --case 32,2048,2048,128,nt [--case ...]
         [--tiles BM,BN,BK,WARPS,STAGES,SUB ...] [--rounds 3] [--dtype fp16|bf16|tf32]
+        [--d none|bias|rows|matrix|mask]
 
 A case is BATCH,M,N,K[,LAYOUT]: LAYOUT nn (default), nt, tn or tt as the report's (t: the
 operand is the transpose of a row-major tensor; nt: k^T, tn: attention's P^T in dV). BK is
 at 16 bits (fp32 operands take K steps of as many bytes); SUB 1 stores C in two halves.
+--d times baddbmm (cuBLAS: torch.baddbmm) with an input of the operands' dtype (see D_SHAPES):
+a bias of N, a bias row per product, a matrix per product, or one (M, N) mask for all;
+pinned tiles then run D as the kernel reads it and, where that is not by pointers, by
+pointers too ("ptr").
 GPU (Hopper) only.
 """
 
@@ -39,6 +44,10 @@ TILES = ("128,256,64,8,3,1", "128,128,64,8,4,0", "128,128,64,4,4,0", "256,128,64
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32,
           "tf32x3": torch.float32, "ieee": torch.float32}
 
+# --d: the shape of baddbmm's input for a (batch, M, N) output.
+D_SHAPES = {"bias": lambda b, m, n: (n,), "rows": lambda b, m, n: (b, 1, n),
+            "matrix": lambda b, m, n: (b, m, n), "mask": lambda b, m, n: (m, n)}
+
 
 def operands(spec: str, dtype: torch.dtype) -> tuple:
     """(a, b) of a BATCH,M,N,K[,LAYOUT] case, N(0, 1)."""
@@ -62,6 +71,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tiles", nargs="*", default=TILES, metavar="BM,BN,BK,W,S,SUB")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
+    parser.add_argument("--d", default="none", choices=("none", *D_SHAPES))
     args = parser.parse_args(argv)
     dtype = DTYPES[args.dtype]
     precision = args.dtype if dtype == torch.float32 else None
@@ -71,23 +81,37 @@ def main(argv=None) -> int:
     for spec in args.case:
         a, b = operands(spec, dtype)
         ref = torch.bmm(a.double(), b.double())
+        d = None
+        if args.d != "none":
+            d = torch.randn(D_SHAPES[args.d](*ref.shape), device="cuda", dtype=dtype)
+            ref += d.double()
         plain_out = torch.empty(ref.shape, device="cuda", dtype=dtype)
-        fns = {"cublas": lambda a=a, b=b: torch.bmm(a, b),
-               "library": lambda a=a, b=b: triton_gemm.bmm(a, b, precision=precision),
+        d_full = None if d is None else d.expand(ref.shape)
+        fns = {"cublas": (lambda a=a, b=b: torch.bmm(a, b)) if d is None
+               else (lambda a=a, b=b, d=d: torch.baddbmm(d, a, b)),
+               "library": (lambda a=a, b=b: triton_gemm.bmm(a, b, precision=precision))
+               if d is None else (lambda a=a, b=b, d=d: triton_gemm.baddbmm(
+                   d, a, b, precision=precision)),
                # The plain kernel, as batches ran before kernels/batched.py.
-               "plain": lambda a=a, b=b, out=plain_out: dispatch.run(
-                   a, b, out, precision=precision or "half", force=dispatch.PLAIN)}
-        triton_gemm.bmm(a, b, precision=precision)
+               "plain": lambda a=a, b=b, out=plain_out, d=d_full: dispatch.run(
+                   a, b, out, d, beta=1.0, precision=precision or "half",
+                   force=dispatch.PLAIN)}
+        fns["library"]()
         print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
         for tile_spec in tiles:
             tile = tuple(int(v) for v in tile_spec.split(","))
             tile = (*tile[:5], bool(tile[5]))
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)
 
-            def fn(out=out, tile=tile, a=a, b=b):
-                return batched.matmul_3d(a, b, out, precision="tf32", sms=sms, tile=tile)
-            add_checked(fns, tile_spec, fn, out, ref, f"{spec} {tile_spec}",
-                        tolerance(dtype, precision))
+            modes = {"": None}
+            if d_full is not None and batched._d_mode(True, d_full) != batched.D_POINTERS:
+                modes[" ptr"] = batched.D_POINTERS  # D by pointers beside its own mode
+            for suffix, mode in modes.items():
+                def fn(out=out, tile=tile, a=a, b=b, d=d_full, mode=mode):
+                    return batched.matmul_3d(a, b, out, d, beta=1.0, precision="tf32",
+                                             sms=sms, tile=tile, d_mode=mode)
+                add_checked(fns, tile_spec + suffix, fn, out, ref,
+                            f"{spec} {tile_spec}{suffix}", tolerance(dtype, precision))
         batch_, m, k = a.shape
         time_and_print(f"graph {spec}", fns, bench.cold_graph_ms, args.rounds,
                        2 * batch_ * m * b.shape[2] * k)

@@ -68,15 +68,37 @@ def test_batched_product_at_both_tiles(dtype, m_major, k_major, n):
                      what=f"batched {tuple(out.shape)}, call {call}", operands=(a[0], b[0]))
 
 
+def _d_inputs(batch, m, n):
+    """Epilogue inputs of each D_MODES entry, broadcast to (batch, M, N), with the mode the
+    kernel reads each in."""
+    t = randn(batch, n, m, dtype=torch.float16).transpose(1, 2)
+    return {"matrix": (randn(batch, m, n, dtype=torch.float16), batched.D_TMA),
+            "mask": (randn(m, n, dtype=torch.float16).expand(batch, m, n), batched.D_TMA),
+            "bias rows": (randn(batch, 1, n, dtype=torch.float16).expand(batch, m, n),
+                          batched.D_ROW),
+            "bias": (randn(n, dtype=torch.float16).expand(batch, m, n), batched.D_ROW),
+            "transposed": (t, batched.D_POINTERS),
+            "rows off 16 bytes": (randn(batch, m, n + 1, dtype=torch.float16)[:, :, 1:],
+                                  batched.D_POINTERS)}
+
+
 @requires_kernels
-def test_batched_product_with_a_matrix_d_strided_batches_and_pointer_stores():
+@pytest.mark.parametrize("n", [152, 392], ids=["narrow", "wide"])
+def test_batched_product_with_each_d_strided_batches_and_pointer_stores(n):
     """A (seq, batch, dim)-style A and B (batch stride under the row stride, as attention's
-    heads come), a D of its own batch strides and one broadcast over the batch, and an out
-    whose rows are off 16 bytes (stored by pointers; the column past N stays poisoned)."""
-    batch, m, n, k = 2, 70, 152, 40
+    heads come); D per product, one mask for the batch (TMA, in halves on the wide tile),
+    bias rows (a vector), transposed or on rows off 16 bytes (pointers); an out whose rows
+    are off 16 bytes (stored by pointers; the column past N stays poisoned)."""
+    batch, m, k = 2, 70, 40
     a = randn(m, batch, k, dtype=torch.float16).transpose(0, 1)  # batch stride k
     b = randn(k, batch, n, dtype=torch.float16).transpose(0, 1)
-    d = randn(batch, m, n, dtype=torch.float16)
+    for name, (d, mode) in _d_inputs(batch, m, n).items():
+        assert batched._d_mode(True, d) == mode, name
+        out = torch.full((batch, m, n), float("nan"), dtype=torch.float16, device=a.device)
+        batched.matmul_3d(a, b, out, d, alpha=-1.0, beta=0.5, activation=4, sms=3)
+        assert_close(out, torch.nn.functional.silu(_reference(a, b, -1.0, d, 0.5)),
+                     torch.float16, what=f"batched, D {name}", operands=(a[0], b[0]))
+    d = _d_inputs(batch, m, n)["matrix"][0]
     buffer = torch.full((batch, m, n + 1), float("nan"), dtype=torch.float16, device=a.device)
     out = buffer[:, :, :n]
     assert batched.supports(a, b, out, "tf32") and not batched._tma_ok(out, 2)
@@ -84,12 +106,6 @@ def test_batched_product_with_a_matrix_d_strided_batches_and_pointer_stores():
     assert_close(out, _reference(a, b, -1.0, d, 0.5), torch.float16,
                  what="batched, pointer-stored C, matrix D", operands=(a[0], b[0]))
     assert torch.isnan(buffer[:, :, n]).all()
-    row_d = randn(m, n, dtype=torch.float16).expand(batch, m, n)  # batch stride 0
-    out = torch.full((batch, m, n), float("nan"), dtype=torch.float16, device=a.device)
-    batched.matmul_3d(a, b, out, row_d, beta=-2.0, activation=4, sms=3)
-    assert_close(out, torch.nn.functional.silu(_reference(a, b, 1.0, row_d, -2.0)),
-                 torch.float16, what="batched, D broadcast over the batch",
-                 operands=(a[0], b[0]))
 
 
 def test_batched_refuses_what_it_cannot_read():
@@ -165,7 +181,7 @@ from pathlib import Path
 sys.path.insert(0, '.')
 from perf import sass_audit
 from triton_gemm.kernels import batched as bt
-tile, a_m_major, b_k_major, dtype = json.loads(sys.argv[1])
+tile, a_m_major, b_k_major, dtype, d_mode = json.loads(sys.argv[1])
 bm, bn, bk16, warps, stages, sub = tile
 size = 4 if dtype == "fp32" else 2
 bk = bk16 * 2 // size
@@ -173,10 +189,13 @@ b_box = [1, bn, bk] if b_k_major else [1, bk, bn]
 a_box = [1, bk, bm] if a_m_major else [1, bm, bk]
 sig = {"a_desc": f"tensordesc<{dtype}{a_box}>", "b_desc": f"tensordesc<{dtype}{b_box}>",
        "c_desc": f"tensordesc<{dtype}[1, {bm}, {bn // 2 if sub else bn}]>",
+       "d_desc": f"tensordesc<{dtype}[1, {bm}, {bn // 2 if sub else bn}]>",
        "c_ptr": f"*{dtype}", "d_ptr": f"*{dtype}", "BATCH": "i32", "M": "i32", "N": "i32",
        "K": "i32", "stride_cb": "i32", "stride_cm": "i32", "stride_db": "i32",
-       "stride_dm": "i32", "stride_dn": "i32", "alpha": "fp32", "beta": "fp32"}
-const = {"PRECISION": "tf32", "HAS_D": False, "ACTIVATION": 0, "A_M_MAJOR": a_m_major,
+       "stride_dm": "i32", "stride_dn": "i32", "d_step": "i32", "alpha": "fp32",
+       "beta": "fp32"}
+const = {"PRECISION": "tf32", "HAS_D": d_mode is not None, "D_MODE": d_mode or 0,
+         "ACTIVATION": 0, "A_M_MAJOR": a_m_major,
          "B_K_MAJOR": b_k_major,
          "UPCAST": False, "C_TMA": True, "EPILOGUE_SUBTILE": sub, "BM": bm, "BN": bn, "BK": bk,
          "GROUP_M": bt.GROUP_M, "DEPENDENT": True}
@@ -189,20 +208,23 @@ with tempfile.TemporaryDirectory() as tmp:
 print(json.dumps({"shared": kernel.metadata.shared, "mma": mma, **report}))
 """
 
-_BUILDS = [(tile, a_m_major, b_k_major, "fp16") for tile in (batched.WIDE, batched.NARROW)
+_BUILDS = [(tile, a_m_major, b_k_major, "fp16", None) for tile in (batched.WIDE, batched.NARROW)
            for a_m_major in (False, True) for b_k_major in (False, True)] + [
-    (batched.NARROW, False, True, "fp32"), (batched.WIDE, False, True, "fp32")]
+    (batched.NARROW, False, True, "fp32", None), (batched.WIDE, False, True, "fp32", None)] + [
+    (tile, False, True, dtype, mode.value) for tile in (batched.WIDE, batched.NARROW)
+    for dtype, mode in (("fp16", batched.D_ROW), ("fp16", batched.D_TMA), ("fp32", batched.D_ROW))]
+_D_NAMES = {None: "", batched.D_ROW.value: "-d_row", batched.D_TMA.value: "-d_tma"}
 
 
-@pytest.mark.parametrize("tile,a_m_major,b_k_major,dtype", _BUILDS,
+@pytest.mark.parametrize("tile,a_m_major,b_k_major,dtype,d_mode", _BUILDS,
                          ids=[f"{t[0]}x{t[1]}-{'t' if am else 'n'}{'t' if bk else 'n'}-{d}"
-                              for t, am, bk, d in _BUILDS])
+                              f"{_D_NAMES[mode]}" for t, am, bk, d, mode in _BUILDS])
 def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(tile, a_m_major, b_k_major,
-                                                                  dtype):
+                                                                  dtype, d_mode):
     """Offline for sm_90a: HGMMA (not HMMA) as wide as the tile's warpgroups take, no ptxas
     note that it serialised them (C7514 / C7515), no spills, within the H100's shared
     memory."""
-    report = offline_build(_COMPILE, list(tile), a_m_major, b_k_major, dtype)
+    report = offline_build(_COMPILE, list(tile), a_m_major, b_k_major, dtype, d_mode)
     assert f"HGMMA.64x{tile[1]}x" in report["mma"], report
     assert "HMMA" not in report["mma"].replace("HGMMA", ""), report
     assert "C7514" not in report["warnings"] and "C7515" not in report["warnings"], report

@@ -25,7 +25,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .common import (INTERPRETER, cdiv, dependent_meta, dot_precision, epilogue_input, hopper,
                      record, run_kernel)
-from .epilogue import finish
+from .epilogue import apply_activation, finish
 from .persistent import TMA_ALIGN_BYTES, programs, tile_origin
 
 # Tiles: (BM, BN, BK at 16 bits (fp32 operands take K steps of as many bytes), warps,
@@ -55,6 +55,26 @@ WIDE_MIN_N = 256
 WIDE_TF32_MIN_K = 512
 GROUP_M = 8
 
+# D_MODES: how the epilogue reads D (baddbmm's input). A tile of pointers (any strides)
+# spills: 58 / 84 bytes on the wide / narrow tile at fp16 (offline sm_90a, ptxas -v), a bias
+# row too, its zero strides being runtime values. So a D whose rows are all one row (a bias
+# of N, or a row per product as BLOOM's ALiBi) is read as a vector (a 16-bit one before the
+# K loop: 116.6 / 145.6 us below, against 118.3 / 156.1 read in the epilogue; an fp32 one
+# held there spilled 624 / 192 bytes, so it is read in the epilogue),
+# and a row-major 16-bit D on 16-byte rows by TMA, per product or one (M, N) for the whole
+# batch (an fp32 box beside the fp32 stages passes the H100's shared memory: 279576 /
+# 262184 bytes). perf/batched_probe.py --d, H100, fp16, wide tile, CUDA-graph time after the
+# L2 flush, us, this mode / pointers [no D 114.6; cuBLAS's baddbmm]: 32 x 2048x2048x128 nt
+# bias 116.6 / 141.4 [477.5] (a run before: 137.1), a row per product 145.6 / 161.7
+# [534.3], a matrix per product 237.5 / 247.3 [448.4] (245.6), one (M, N) mask 175.5 / 176.1
+# [486.6]; 8 x 2048^3 bias 203.0 / 208.3, rows 202.9 / 208.0, matrix 224.6 / 227.2, mask
+# 218.5 / 220.6 [no D 195.4; cuBLAS 250.9-276.4]. Pointers on halves of the wide tile
+# (no spills; a D load after each half's store) ran slower: 152.6 (bias), 259.7 (matrix),
+# 180.4 (mask).
+D_POINTERS = tl.constexpr(0)
+D_ROW = tl.constexpr(1)
+D_TMA = tl.constexpr(2)
+
 
 def tile_for(n: int, k: int, dtype: torch.dtype) -> tuple:
     """The tile of a batch of (M, N, K) products of this operand dtype (see WIDE)."""
@@ -64,9 +84,10 @@ def tile_for(n: int, k: int, dtype: torch.dtype) -> tuple:
 
 
 @triton.jit
-def _batched_kernel(a_desc, b_desc, c_desc, c_ptr, d_ptr, BATCH, M, N, K,
-                    stride_cb, stride_cm, stride_db, stride_dm, stride_dn, alpha, beta,
-                    PRECISION: tl.constexpr, HAS_D: tl.constexpr, ACTIVATION: tl.constexpr,
+def _batched_kernel(a_desc, b_desc, c_desc, d_desc, c_ptr, d_ptr, BATCH, M, N, K,
+                    stride_cb, stride_cm, stride_db, stride_dm, stride_dn, d_step, alpha, beta,
+                    PRECISION: tl.constexpr, HAS_D: tl.constexpr, D_MODE: tl.constexpr,
+                    ACTIVATION: tl.constexpr,
                     A_M_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr,
                     C_TMA: tl.constexpr,
                     EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
@@ -77,7 +98,9 @@ def _batched_kernel(a_desc, b_desc, c_desc, c_ptr, d_ptr, BATCH, M, N, K,
     operands K-major) its (BATCH, K, M) transpose's; b_desc: B as (BATCH, K, N) rows, or
     with B_K_MAJOR its (BATCH, N, K) transpose's; c_desc: C (BATCH, M, N) when C_TMA,
     else C is stored by masked pointers through c_ptr (batch stride stride_cb, row stride
-    stride_cm). D: any strides (0 to broadcast). Tiles are numbered product by product,
+    stride_cm). D (see D_MODES): by pointers at any strides (0 to broadcast), a row read
+    as a vector, or by TMA through d_desc (D's (batch, M, N), product `product * d_step`:
+    d_step 0 broadcasts one (M, N) over the batch). Tiles are numbered product by product,
     grouped order within one (persistent.tile_origin); program pid takes tiles pid, pid +
     grid, ...
     EPILOGUE_SUBTILE stores C's tile as two BM x BN/2 halves (half the shared memory)."""
@@ -93,6 +116,13 @@ def _batched_kernel(a_desc, b_desc, c_desc, c_ptr, d_ptr, BATCH, M, N, K,
         product = tile // per_product
         off_m, off_n = tile_origin(tile - product * per_product, num_pid_m, num_pid_n,
                                    BM, BN, GROUP_M)
+        product64 = product.to(tl.int64)  # batch offsets of pointers pass 2^31 sooner
+        offs_n = off_n + tl.arange(0, BN)
+        # A 16-bit bias row is read before the K loop, off the epilogue's path (an fp32 one
+        # held there spilled: see D_MODES).
+        if HAS_D and D_MODE == D_ROW and d_ptr.dtype.element_ty.primitive_bitwidth == 16:
+            d_row = tl.load(d_ptr + product64 * stride_db + offs_n * stride_dn,
+                            mask=offs_n < N, other=0.0)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(k_tiles):
             k = ki * BK
@@ -110,29 +140,45 @@ def _batched_kernel(a_desc, b_desc, c_desc, c_ptr, d_ptr, BATCH, M, N, K,
             acc = tl.dot(a, b, acc, input_precision=PRECISION)
         acc = acc * alpha
         offs_m = off_m + tl.arange(0, BM)
-        offs_n = off_n + tl.arange(0, BN)
         inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-        product64 = product.to(tl.int64)  # batch offsets of pointers pass 2^31 sooner
-        # D's tile of pointers spills (sm_90a, ptxas -v, fp16, 255 registers: 58 bytes
-        # stored on the wide tile, 84 on the narrow one). A bias row too: its zero strides
-        # are runtime values here (with them constant, none spills). persistent.store_tile
-        # reads a bias as a vector (D_ROW) for that reason; not done here: correct either
-        # way, not timed.
-        acc = finish(acc, d_ptr + product64 * stride_db + offs_m[:, None] * stride_dm
-                     + offs_n[None, :] * stride_dn, inside, beta, HAS_D, ACTIVATION)
-        if not C_TMA:
-            tl.store(c_ptr + product64 * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :],
-                     acc.to(dtype), mask=inside)
-        elif EPILOGUE_SUBTILE:
+        if HAS_D and D_MODE == D_ROW:
+            if d_ptr.dtype.element_ty.primitive_bitwidth != 16:
+                d_row = tl.load(d_ptr + product64 * stride_db + offs_n * stride_dn,
+                                mask=offs_n < N, other=0.0)
+            acc = apply_activation(acc + beta * d_row.to(tl.float32)[None, :], ACTIVATION)
+        elif D_MODE == D_POINTERS:  # the activation alone without D
+            acc = finish(acc, d_ptr + product64 * stride_db + offs_m[:, None] * stride_dm
+                         + offs_n[None, :] * stride_dn, inside, beta, HAS_D, ACTIVATION)
+        d_product = product * d_step
+        if EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
             left, right = tl.split(halves)
+            if HAS_D and D_MODE == D_TMA:
+                left = _add_d_block(left, d_desc, d_product, off_m, off_n, beta, ACTIVATION)
             c_desc.store([product, off_m, off_n],
                          tl.reshape(left.to(dtype), (1, BM, BN // 2)))
+            if HAS_D and D_MODE == D_TMA:
+                right = _add_d_block(right, d_desc, d_product, off_m, off_n + BN // 2, beta,
+                                     ACTIVATION)
             c_desc.store([product, off_m, off_n + BN // 2],
                          tl.reshape(right.to(dtype), (1, BM, BN // 2)))
         else:
-            c_desc.store([product, off_m, off_n], tl.reshape(acc.to(dtype), (1, BM, BN)))
+            if HAS_D and D_MODE == D_TMA:
+                acc = _add_d_block(acc, d_desc, d_product, off_m, off_n, beta, ACTIVATION)
+            if C_TMA:
+                c_desc.store([product, off_m, off_n], tl.reshape(acc.to(dtype), (1, BM, BN)))
+            else:
+                tl.store(c_ptr + product64 * stride_cb + offs_m[:, None] * stride_cm
+                         + offs_n[None, :], acc.to(dtype), mask=inside)
 
+
+@triton.jit
+def _add_d_block(acc, d_desc, d_product, off_m, off_n, beta, ACTIVATION: tl.constexpr):
+    """act(acc + beta * D) for the fp32 block acc of C at (off_m, off_n), D's block read by
+    TMA from product d_product of d_desc (D_TMA)."""
+    d = d_desc.load([d_product, off_m, off_n])
+    d = tl.reshape(d, (acc.shape[0], acc.shape[1])).to(tl.float32)
+    return apply_activation(acc + beta * d, ACTIVATION)
 
 def _tma_ok(t: torch.Tensor, last: int) -> bool:
     """t (3-D) is contiguous along dim `last` (1 or 2) with its other two strides nonzero
@@ -187,14 +233,35 @@ def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block)
 
 
+def _d_mode(has_d: bool, d: torch.Tensor) -> tl.constexpr:
+    """The epilogue's D_MODES entry for d (as epilogue_input gives it, (batch, M, N))."""
+    if has_d and d.stride(1) == 0:
+        return D_ROW
+    size = d.element_size()
+    if (has_d and size == 2 and d.stride(2) == 1 and d.data_ptr() % TMA_ALIGN_BYTES == 0
+            and all(s * size % TMA_ALIGN_BYTES == 0 for s in d.stride()[:2])):
+        return D_TMA  # batch stride 0 included (_d_descriptor)
+    return D_POINTERS
+
+
+def _d_descriptor(d: torch.Tensor, block: list) -> TensorDescriptor:
+    """A 3-D descriptor of D_TMA's d: its products, or with a batch stride of 0 (one D for
+    every product, a stride TMA does not take) the first alone."""
+    batch, m, n = d.shape
+    if d.stride(0) == 0:
+        return TensorDescriptor(d, [1, m, n], [m * d.stride(1), d.stride(1), 1], block)
+    return _descriptor(d, block)
+
+
 def matmul_3d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
               d: torch.Tensor | None = None, *, alpha: float = 1.0, beta: float = 0.0,
               precision: str = "tf32", activation: int = 0, sms: int,
-              tile: tuple | None = None) -> torch.Tensor:
+              tile: tuple | None = None, d_mode: tl.constexpr | None = None) -> torch.Tensor:
     """out = act(alpha * a @ b + beta * d) for operands supports() accepts, d None or
     broadcastable to out by strides, in as few programs as take as many waves of sms
     programs as the tiles need (persistent.programs). tile: (BM, BN, BK, warps, stages,
-    EPILOGUE_SUBTILE), BK at 16 bits; None: tile_for's. Returns out."""
+    EPILOGUE_SUBTILE), BK at 16 bits; None: tile_for's. d_mode: how D is read (D_MODES;
+    None: _d_mode's). Returns out."""
     batch, m, k = a.shape
     n = b.shape[2]
     if out.numel() == 0:
@@ -208,13 +275,17 @@ def matmul_3d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
               else _descriptor(a, [1, bm, bk]))
     b_desc = (_descriptor(b.transpose(1, 2), [1, bn, bk]) if k_major
               else _descriptor(b, [1, bk, bn]))
-    c_desc = (_descriptor(out, [1, bm, bn // 2 if subtile else bn]) if c_tma else None)
+    c_box = [1, bm, bn // 2 if subtile and c_tma else bn]
+    c_desc = _descriptor(out, c_box) if c_tma else None
+    d_mode = _d_mode(has_d, d) if d_mode is None else d_mode
+    d_desc = _d_descriptor(d, c_box) if d_mode == D_TMA else None
     grid = programs(bm, bn, batch * cdiv(m, bm) * bm, n, sms, half_tail=False)
     run_kernel(_batched_kernel, (grid,),
-               (a_desc, b_desc, c_desc, out, d, batch, m, n, k, out.stride(0),
-                out.stride(1), d.stride(0), d.stride(1), d.stride(2), float(alpha),
-                float(beta)),
+               (a_desc, b_desc, c_desc, d_desc, out, d, batch, m, n, k, out.stride(0),
+                out.stride(1), d.stride(0), d.stride(1), d.stride(2), int(d.stride(0) != 0),
+                float(alpha), float(beta)),
                {"PRECISION": dot_precision(a.dtype, precision), "HAS_D": has_d,
+                "D_MODE": d_mode.value,
                 "ACTIVATION": activation, "A_M_MAJOR": m_major, "B_K_MAJOR": k_major,
                 "UPCAST": INTERPRETER and a.dtype == torch.bfloat16, "C_TMA": c_tma,
                 "EPILOGUE_SUBTILE": subtile and c_tma, "BM": bm, "BN": bn, "BK": bk,
