@@ -272,8 +272,10 @@ def test_library_batched_calls_run_the_batched_kernel(dtype):
 
 
 @gpu_only
-def test_the_probe_operands_and_its_run():
-    """perf/batched_probe.py's operands (nt: a K-major B) and one short run of it."""
+def test_the_probe_operands_and_its_run(capsys):
+    """perf/batched_probe.py's operands (nt: a K-major B) and short runs of it, bmm and
+    baddbmm with a bias row per product: the library's line timed (its output checked),
+    the pinned tile's D read as a vector and by pointers."""
     from perf import batched_probe
     a, b = batched_probe.operands("2,256,256,64,nt", torch.float16)
     assert a.shape == (2, 256, 64) and b.shape == (2, 64, 256) and b.stride(1) == 1
@@ -281,3 +283,9 @@ def test_the_probe_operands_and_its_run():
     assert a.shape == (2, 256, 64) and a.stride(1) == 1 and b.stride(2) == 1
     assert batched_probe.main(["--case", "2,256,256,64,nt", "--tiles", "128,128,64,4,4,0",
                                "--rounds", "1"]) == 0
+    capsys.readouterr()
+    assert batched_probe.main(["--case", "2,256,256,64,nt", "--tiles", "128,128,64,4,4,0",
+                               "--rounds", "1", "--d", "rows"]) == 0
+    printed = capsys.readouterr().out
+    for line in ("library", "plain", "128,128,64,4,4,0", "128,128,64,4,4,0 ptr"):
+        assert f"graph 2,256,256,64,nt {line} " in printed, printed

@@ -71,6 +71,13 @@ GROUP_M = 8
 # 218.5 / 220.6 [no D 195.4; cuBLAS 250.9-276.4]. Pointers on halves of the wide tile
 # (no spills; a D load after each half's store) ran slower: 152.6 (bias), 259.7 (matrix),
 # 180.4 (mask).
+# A row per product costs more than one bias row (read from L2, not L1): in the TTGIR
+# (offline sm_90a) its conversion to the dot's layout sits right after the read, before the
+# tile's first TMA loads, so that step likely waits for it. Reading the next tile's row
+# instead, carried across tiles, computed wrong rows on the GPU (rel error 1e-1; right in
+# the interpreter), and an inline-asm copy before the use did not move the conversion.
+# The narrow tile ran rows faster there (130.7 against 148.1), not at 8 x 2048^3 (218.5
+# against 200.8); the tile rule does not look at D.
 D_POINTERS = tl.constexpr(0)
 D_ROW = tl.constexpr(1)
 D_TMA = tl.constexpr(2)
