@@ -57,7 +57,7 @@ def test_batched_product_at_both_tiles(dtype, m_major, k_major, n):
     bias = randn(n, dtype=dtype)
     out = torch.full((batch, m, n), float("nan"), dtype=dtype, device=a.device)
     assert batched.supports(a, b, out, "tf32")
-    tile = batched.tile_for(n, k, dtype)
+    tile = batched.tile_for(batch, m, n, k, dtype, 2, m_major)
     assert tile == (batched.WIDE if n > 256 and dtype != torch.float32 else batched.NARROW)
     for call in range(2):  # the second on the cached compiled kernel
         out.fill_(float("nan"))
@@ -108,6 +108,21 @@ def test_batched_product_with_each_d_strided_batches_and_pointer_stores(n):
     assert torch.isnan(buffer[:, :, n]).all()
 
 
+@requires_kernels
+@pytest.mark.parametrize("k_major", [False, True], ids=["nn", "nt"])
+def test_tall_tile(k_major):
+    """The 256x128 tile (C and a matrix D in halves by TMA) over rows past one tile and
+    ragged columns and K, on a NaN-poisoned out."""
+    batch, m, n, k = 2, 300, 200, 104
+    a, b = _a(batch, m, k, torch.float16, False), _b(batch, k, n, torch.float16, k_major)
+    d = randn(batch, m, n, dtype=torch.float16)
+    out = torch.full((batch, m, n), float("nan"), dtype=torch.float16, device=a.device)
+    batched.matmul_3d(a, b, out, d, alpha=0.5, beta=-1.0, sms=3, tile=batched.TALL)
+    assert last_config() == "b_256x128x64_w8", last_config()
+    assert_close(out, _reference(a, b, 0.5, d, -1.0), torch.float16, what="tall tile",
+                 operands=(a[0], b[0]))
+
+
 def test_batched_refuses_what_it_cannot_read():
     """fp32 other than tf32 with a row-major A and a K-major B, a batch broadcast by a zero
     stride (not a TMA stride), rows off 16 bytes, a non-row-major out."""
@@ -136,15 +151,29 @@ def test_batched_refuses_what_it_cannot_read():
 
 def test_tile_rule():
     """The wide tile from WIDE_MIN_N columns where it covers no more of them than the
-    narrow one; tf32 over a short K keeps the narrow one."""
-    assert batched.tile_for(2048, 128, torch.float16) == batched.WIDE
-    assert batched.tile_for(392, 128, torch.float16) == batched.WIDE  # 512 columns either way
-    for n in (384, 640, 136):  # 256-wide tiles would cover 512, 768, 256
-        assert batched.tile_for(n, 2048, torch.float16) == batched.NARROW, n
-    assert batched.tile_for(128, 2048, torch.bfloat16) == batched.NARROW  # attn @ V
-    assert batched.tile_for(255, 4096, torch.float16) == batched.NARROW
-    assert batched.tile_for(2048, 128, torch.float32) == batched.NARROW
-    assert batched.tile_for(2048, 2048, torch.float32) == batched.WIDE
+    narrow one (tf32 over a short K keeps the narrow one); where it covers more, the tall
+    tile over a long K if it covers no more rows and fills the SMs' waves as well (16-bit,
+    A row-major, no matrix D), else the narrow one."""
+    def tile(batch, m, n, k, dtype=torch.float16, m_major=False, d_matrix=False):
+        return batched.tile_for(batch, m, n, k, dtype, 132, m_major, d_matrix)
+    assert tile(32, 2048, 2048, 128) == batched.WIDE
+    assert tile(32, 2048, 392, 128) == batched.WIDE  # 512 columns either way
+    assert tile(32, 2048, 2048, 128, torch.float32) == batched.NARROW
+    assert tile(8, 2048, 2048, 2048, torch.float32) == batched.WIDE
+    for n in (384, 640):  # 256-wide tiles would cover 512, 768
+        assert tile(16, 2048, n, 2048) == batched.TALL, n
+        assert tile(16, 2048, n, 2048, torch.bfloat16) == batched.TALL, n
+        assert tile(16, 2048, n, 2048, m_major=True) == batched.NARROW, n
+        assert tile(16, 2048, n, 2048, d_matrix=True) == batched.NARROW, n
+        assert tile(16, 2048, n, 256) == batched.NARROW, n  # K under TALL_MIN_K
+        assert tile(16, 2048, n, 2048, torch.float32) == batched.NARROW, n
+    assert tile(16, 2048, 384, 512) == batched.TALL
+    assert tile(8, 2048, 384, 4096) == batched.NARROW  # 192 tall tiles: 1.45 waves
+    assert tile(16, 1000, 384, 2048) == batched.NARROW  # ditto
+    assert tile(32, 384, 384, 2048) == batched.NARROW  # 512 rows against 384
+    assert tile(32, 2048, 128, 2048) == batched.NARROW  # attn @ V
+    assert tile(16, 2048, 136, 2048) == batched.NARROW
+    assert tile(16, 2048, 255, 4096) == batched.NARROW
 
 
 def test_batches_plan_the_batched_kernel(monkeypatch):
@@ -211,8 +240,10 @@ print(json.dumps({"shared": kernel.metadata.shared, "mma": mma, **report}))
 _BUILDS = [(tile, a_m_major, b_k_major, "fp16", None) for tile in (batched.WIDE, batched.NARROW)
            for a_m_major in (False, True) for b_k_major in (False, True)] + [
     (batched.NARROW, False, True, "fp32", None), (batched.WIDE, False, True, "fp32", None)] + [
+    (batched.TALL, False, b_k_major, "fp16", None) for b_k_major in (False, True)] + [
     (tile, False, True, dtype, mode.value) for tile in (batched.WIDE, batched.NARROW)
-    for dtype, mode in (("fp16", batched.D_ROW), ("fp16", batched.D_TMA), ("fp32", batched.D_ROW))]
+    for dtype, mode in (("fp16", batched.D_ROW), ("fp16", batched.D_TMA), ("fp32", batched.D_ROW))
+] + [(batched.TALL, False, True, "fp16", batched.D_ROW.value)]
 _D_NAMES = {None: "", batched.D_ROW.value: "-d_row", batched.D_TMA.value: "-d_tma"}
 
 

@@ -23,6 +23,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from ..configs import wave_fill
 from .common import (INTERPRETER, cdiv, dependent_meta, dot_precision, epilogue_input, hopper,
                      record, run_kernel)
 from .epilogue import apply_activation, finish
@@ -44,6 +45,19 @@ from .persistent import TMA_ALIGN_BYTES, programs, tile_origin
 # 139.4 (127.3), 64 x 512x384x64 nt 16.8 / 14.1 (14.9).
 # So the wide tile from WIDE_MIN_N columns where it covers no more of them, but not for tf32
 # over a K shorter than WIDE_TF32_MIN_K (measured at 128 and 2048 only).
+# Where the wide tile does not cover N, a tall 256x128x64 tile (8 warps, 4 stages, C in
+# halves) beats the narrow one on long K (forty-seventh session, same probe, us, narrow /
+# tall (cuBLAS)): fp16 16 x 2048x384xK, K = 512 31.7 / 30.0 (29.1), 1024 52.0 / 46.7
+# (44.7), 2048 93.9 / 86.4 (80.7; nt 95.9 / 86.5, bf16 94.2 / 86.2); 8 x 4096x640x1024
+# 75.2 / 72.2 (68.4); 16 x 2048x640x2048 140.0 / 139.5 (130.0). Not on a short K (K = 256
+# 21.2 / 21.5; 64 x 512x384x64 nt 14.1 / 15.0), nor where it fills the SMs' waves worse or
+# covers more rows: 8 x 2048x384x4096 92.8 / 98.8 (192 tall tiles: 1.45 waves of 132),
+# 16 x 1000x384x2048 51.8 / 53.0, 32 x 384x384x2048 50.9 / 52.6, nor at N = 128 (32 x
+# 2048x128x2048 109.8 / 114.6, 16 x 4096x128x4096 202.5 / 211.9), nor with an M-major A
+# (8 x 2048x384x2048 tn 47.1 / 54.1, worse filled too). In 3 stages it lost (96.5 at
+# 16 x 2048x384x2048); fp32 operands' tall stages pass the shared memory, and so does a
+# matrix D beside the tall tile's (offline sm_90a: 262192 bytes by TMA, 233504 by pointers,
+# which also spill 146 bytes; a bias row fits).
 # Warp-specialised (TMA producer warps; the K loop then not flattened into the tile loop)
 # lost at every shape (a probe, not kept, same timing, us, 128x256 unspecialised /
 # specialised): fp16 8 x 2048^3 204.1 / 206.3,
@@ -51,8 +65,10 @@ from .persistent import TMA_ALIGN_BYTES, programs, tile_origin
 # store), 4 x 4096^3 nt 828.5 / 849.4; tf32 8 x 2048^3 nt 390.5 / 396.1.
 WIDE = (128, 256, 64, 8, 3, True)
 NARROW = (128, 128, 64, 4, 4, False)
+TALL = (256, 128, 64, 8, 4, True)
 WIDE_MIN_N = 256
 WIDE_TF32_MIN_K = 512
+TALL_MIN_K = 512
 GROUP_M = 8
 
 # D_MODES: how the epilogue reads D (baddbmm's input). A tile of pointers (any strides)
@@ -83,11 +99,27 @@ D_ROW = tl.constexpr(1)
 D_TMA = tl.constexpr(2)
 
 
-def tile_for(n: int, k: int, dtype: torch.dtype) -> tuple:
-    """The tile of a batch of (M, N, K) products of this operand dtype (see WIDE)."""
+def tile_for(batch: int, m: int, n: int, k: int, dtype: torch.dtype, sms: int,
+             m_major: bool = False, d_matrix: bool = False) -> tuple:
+    """The tile of a batch of (M, N, K) products of this operand dtype on `sms` SMs, A
+    stored M-major with m_major, the epilogue reading a matrix D with d_matrix (see WIDE
+    and TALL)."""
     short_tf32 = dtype == torch.float32 and k < WIDE_TF32_MIN_K
-    covers = cdiv(n, WIDE[1]) * WIDE[1] == cdiv(n, NARROW[1]) * NARROW[1]
-    return WIDE if n >= WIDE_MIN_N and covers and not short_tf32 else NARROW
+    if n >= WIDE_MIN_N and _covers(n, WIDE[1], NARROW[1]) and not short_tf32:
+        return WIDE
+
+    def fill(tile):
+        return wave_fill(batch * cdiv(m, tile[0]) * cdiv(n, tile[1]), sms)
+    if (n >= WIDE_MIN_N and k >= TALL_MIN_K and dtype != torch.float32 and not m_major
+            and not d_matrix and _covers(m, TALL[0], NARROW[0])
+            and fill(TALL) >= fill(NARROW)):
+        return TALL
+    return NARROW
+
+
+def _covers(size: int, big: int, small: int) -> bool:
+    """Tiles `big` long cover no more of size than tiles `small` long."""
+    return cdiv(size, big) * big == cdiv(size, small) * small
 
 
 @triton.jit
@@ -274,9 +306,11 @@ def matmul_3d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     if out.numel() == 0:
         return out
     has_d, d = epilogue_input(d, beta, out)
-    bm, bn, bk16, warps, stages, subtile = tile or tile_for(n, k, a.dtype)
-    bk = bk16 * 2 // a.element_size()
+    d_mode = _d_mode(has_d, d) if d_mode is None else d_mode
     m_major, k_major = a_m_major(a), b_k_major(b)
+    bm, bn, bk16, warps, stages, subtile = tile or tile_for(
+        batch, m, n, k, a.dtype, sms, m_major, has_d and d_mode != D_ROW)
+    bk = bk16 * 2 // a.element_size()
     c_tma = _tma_ok(out, 2)
     a_desc = (_descriptor(a.transpose(1, 2), [1, bk, bm]) if m_major
               else _descriptor(a, [1, bm, bk]))
@@ -284,7 +318,6 @@ def matmul_3d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
               else _descriptor(b, [1, bk, bn]))
     c_box = [1, bm, bn // 2 if subtile and c_tma else bn]
     c_desc = _descriptor(out, c_box) if c_tma else None
-    d_mode = _d_mode(has_d, d) if d_mode is None else d_mode
     d_desc = _d_descriptor(d, c_box) if d_mode == D_TMA else None
     grid = programs(bm, bn, batch * cdiv(m, bm) * bm, n, sms, half_tail=False)
     run_kernel(_batched_kernel, (grid,),
