@@ -111,11 +111,12 @@ def test_batched_product_with_each_d_strided_batches_and_pointer_stores(n):
 @requires_kernels
 @pytest.mark.parametrize("k_major", [False, True], ids=["nn", "nt"])
 def test_tall_tile(k_major):
-    """The 256x128 tile (C and a matrix D in halves by TMA) over rows past one tile and
-    ragged columns and K, on a NaN-poisoned out."""
+    """The 256x128 tile (C in halves by TMA) over rows past one tile and ragged columns
+    and K, on a NaN-poisoned out, with a bias row per product (a matrix D does not fit
+    beside it: tile_for)."""
     batch, m, n, k = 2, 300, 200, 104
     a, b = _a(batch, m, k, torch.float16, False), _b(batch, k, n, torch.float16, k_major)
-    d = randn(batch, m, n, dtype=torch.float16)
+    d = randn(batch, 1, n, dtype=torch.float16)
     out = torch.full((batch, m, n), float("nan"), dtype=torch.float16, device=a.device)
     batched.matmul_3d(a, b, out, d, alpha=0.5, beta=-1.0, sms=3, tile=batched.TALL)
     assert last_config() == "b_256x128x64_w8", last_config()
@@ -300,6 +301,27 @@ def test_library_batched_calls_run_the_batched_kernel(dtype):
     assert last_config().startswith("b_"), last_config()
     assert_close(out, _reference(q3, k3.transpose(1, 2), 0.125, mask, 1.0), dtype, precision,
                  what="baddbmm with a mask", operands=(q3[0], k3[0].T))
+
+
+@gpu_only
+def test_library_runs_the_tall_tile_where_its_rule_says():
+    """bmm and baddbmm (a bias row per product) of 384 columns over K = 512, a wave of tall
+    tiles per 128-row pair: the tall tile on Hopper, matching float64."""
+    if not batched.hopper(torch.device("cuda")):
+        pytest.skip("kernels/batched.py needs Hopper (sm_90)")
+    from triton_gemm.kernels.persistent import gpu_sms
+    batch = gpu_sms(torch.device("cuda"))[0]
+    a, b = randn(batch, 256, 512, dtype=torch.float16), randn(batch, 512, 384,
+                                                              dtype=torch.float16)
+    out = triton_gemm.bmm(a, b)
+    assert last_config() == "b_256x128x64_w8", last_config()
+    assert_close(out, _reference(a, b), torch.float16, what="bmm, tall tile",
+                 operands=(a[0], b[0]))
+    alibi = randn(batch, 1, 384, dtype=torch.float16)
+    out = triton_gemm.baddbmm(alibi, a, b, alpha=0.125)
+    assert last_config() == "b_256x128x64_w8", last_config()
+    assert_close(out, _reference(a, b, 0.125, alibi, 1.0), torch.float16,
+                 what="baddbmm, tall tile", operands=(a[0], b[0]))
 
 
 @gpu_only
