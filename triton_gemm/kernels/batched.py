@@ -86,7 +86,9 @@ GROUP_M = 8
 # [486.6]; 8 x 2048^3 bias 203.0 / 208.3, rows 202.9 / 208.0, matrix 224.6 / 227.2, mask
 # 218.5 / 220.6 [no D 195.4; cuBLAS 250.9-276.4]. Pointers on halves of the wide tile
 # (no spills; a D load after each half's store) ran slower: 152.6 (bias), 259.7 (matrix),
-# 180.4 (mask).
+# 180.4 (mask). The mask, in L2, still costs 61 us: each tile waits for its D block in the
+# epilogue. Read before the K loop instead (held in registers over it) the block spilled
+# 792 / 1740 bytes on the wide / narrow tile (offline sm_90a): not timed.
 # A row per product costs more than one bias row (read from L2, not L1): in the TTGIR
 # (offline sm_90a) its conversion to the dot's layout sits right after the read, before the
 # tile's first TMA loads, so that step likely waits for it. Reading the next tile's row
