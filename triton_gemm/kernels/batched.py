@@ -94,8 +94,10 @@ GROUP_M = 8
 # tile's first TMA loads, so that step likely waits for it. Reading the next tile's row
 # instead, carried across tiles, computed wrong rows on the GPU (rel error 1e-1; right in
 # the interpreter), and an inline-asm copy before the use did not move the conversion.
-# The narrow tile ran rows faster there (130.7 against 148.1), not at 8 x 2048^3 (218.5
-# against 200.8); the tile rule does not look at D.
+# The narrow tile ran rows faster there (us, wide / narrow: 32 x 2048x2048xK nt, K = 64
+# 127.9 / 108.5, K = 128 147.8 / 131.2), but not at K = 256 (16 x: 94.1 / 99.4), 512
+# (135.6 / 145.5), 16 x 1024x1024x128 nt (22.2 / 23.7) nor 8 x 2048^3 (200.8 / 218.5): no
+# rule found, so the tile rule does not look at a bias row.
 D_POINTERS = tl.constexpr(0)
 D_ROW = tl.constexpr(1)
 D_TMA = tl.constexpr(2)
