@@ -223,6 +223,7 @@ def _add_d_block(acc, d_desc, d_product, off_m, off_n, beta, ACTIVATION: tl.cons
     d = tl.reshape(d, (acc.shape[0], acc.shape[1])).to(tl.float32)
     return apply_activation(acc + beta * d, ACTIVATION)
 
+
 def _tma_ok(t: torch.Tensor, last: int) -> bool:
     """t (3-D) is contiguous along dim `last` (1 or 2) with its other two strides nonzero
     multiples of 16 bytes and its base 16-byte aligned: what a 3-D TMA descriptor of it
