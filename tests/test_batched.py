@@ -150,6 +150,23 @@ def test_batched_refuses_what_it_cannot_read():
     assert batched._product_span(a) == 64 * 64
 
 
+def test_d_modes():
+    """How the epilogue reads D: one row (bias, a row per product) as a vector at any
+    dtype; a row-major 16-bit matrix on 16-byte rows by TMA (per product or broadcast over
+    the batch); fp32 matrices (their TMA box does not fit beside fp32 stages), rows off
+    16 bytes, a transposed D and no D by pointers."""
+    def mode(shape, dtype=torch.float16, has_d=True, view=lambda t: t):
+        d = view(torch.empty(shape, dtype=dtype)).expand(4, 64, 64)
+        return batched._d_mode(has_d, d)
+    assert mode((64,)) == mode((4, 1, 64)) == mode((64,), torch.float32) == batched.D_ROW
+    assert mode((4, 64, 64)) == mode((64, 64)) == batched.D_TMA
+    assert mode((64, 64), torch.bfloat16) == batched.D_TMA
+    assert mode((4, 64, 64), torch.float32) == batched.D_POINTERS
+    assert mode((4, 64, 65), view=lambda t: t[:, :, 1:]) == batched.D_POINTERS
+    assert mode((4, 64, 64), view=lambda t: t.transpose(1, 2)) == batched.D_POINTERS
+    assert mode((4, 64, 64), has_d=False) == batched.D_POINTERS
+
+
 def test_tile_rule():
     """The wide tile from WIDE_MIN_N columns where it covers no more of them than the
     narrow one (tf32 over a short K keeps the narrow one); where it covers more, the tall
@@ -238,13 +255,16 @@ with tempfile.TemporaryDirectory() as tmp:
 print(json.dumps({"shared": kernel.metadata.shared, "mma": mma, **report}))
 """
 
-_BUILDS = [(tile, a_m_major, b_k_major, "fp16", None) for tile in (batched.WIDE, batched.NARROW)
+# Each tile without D in the layouts it runs; with each D mode it reads (a matrix D is
+# not read beside the tall tile: tile_for).
+_D_BUILDS = (("fp16", batched.D_ROW), ("fp16", batched.D_TMA), ("fp32", batched.D_ROW))
+_BUILDS = [(tile, a_m_major, b_k_major, "fp16", None)
+           for tile in (batched.WIDE, batched.NARROW)
            for a_m_major in (False, True) for b_k_major in (False, True)] + [
     (batched.NARROW, False, True, "fp32", None), (batched.WIDE, False, True, "fp32", None)] + [
     (batched.TALL, False, b_k_major, "fp16", None) for b_k_major in (False, True)] + [
     (tile, False, True, dtype, mode.value) for tile in (batched.WIDE, batched.NARROW)
-    for dtype, mode in (("fp16", batched.D_ROW), ("fp16", batched.D_TMA), ("fp32", batched.D_ROW))
-] + [(batched.TALL, False, True, "fp16", batched.D_ROW.value)]
+    for dtype, mode in _D_BUILDS] + [(batched.TALL, False, True, "fp16", batched.D_ROW.value)]
 _D_NAMES = {None: "", batched.D_ROW.value: "-d_row", batched.D_TMA.value: "-d_tma"}
 
 
