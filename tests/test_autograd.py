@@ -7,7 +7,7 @@ import torch
 import triton_gemm as tg
 from conftest import DEVICE, randn, requires_kernels
 from triton_gemm import ops
-from triton_gemm.tolerances import assert_close
+from triton_gemm.tolerances import assert_close, rel_error, tolerance
 
 # fp32 precisions whose gradients are checked against float64 torch (16-bit gradients
 # follow the same code path; their forward accuracy is covered by test_api).
@@ -227,7 +227,11 @@ def test_opcheck_with_activation():
 def test_eager_calls_skip_the_operator_and_keep_second_derivatives():
     """Eager: no autograd node without grad, the plain autograd.Function with it (the
     operator's dispatch is only for torch.compile); create_graph=True records the backward's
-    GEMMs too, so second derivatives match float64."""
+    GEMMs too, so second derivatives match float64 as closely as torch's own fp32 ones.
+    (The second derivative sums fp32 products and silu terms that can cancel: over 3000
+    seeds torch's fp32 one measured median 2.7e-7, max 1.8e-5 against float64, past the
+    ieee GEMM tolerance; triton_gemm's the same, and within twice torch's error or the
+    tolerance on every seed.)"""
     a, b = randn(1, 5, 8), randn(1, 8, 3)
     assert ops.apply(a, b, None, 1.0, 0.0, "ieee").grad_fn is None
     a.requires_grad_(True)
@@ -239,8 +243,15 @@ def test_eager_calls_skip_the_operator_and_keep_second_derivatives():
     out64 = torch.nn.functional.silu(a64 @ b.double())
     (ref_a,) = torch.autograd.grad(out64.sum(), a64, create_graph=True)
     (ref2_a,) = torch.autograd.grad((ref_a ** 2).sum(), a64)
+    a32 = a.detach().clone().requires_grad_(True)
+    (torch_a,) = torch.autograd.grad(torch.nn.functional.silu(a32 @ b).sum(), a32,
+                                     create_graph=True)
+    (torch2_a,) = torch.autograd.grad((torch_a ** 2).sum(), a32)
     assert_close(grad_a, ref_a, torch.float32, "ieee", "first derivative")
-    assert_close(grad2_a, ref2_a, torch.float32, "ieee", "second derivative")
+    err, torch_err = rel_error(grad2_a, ref2_a), rel_error(torch2_a, ref2_a)
+    bound = max(tolerance(torch.float32, "ieee"), 2 * torch_err)
+    assert err <= bound, f"second derivative: relative error {err:.2e} > {bound:.1e} " \
+                         f"(torch's fp32: {torch_err:.2e})"
 
 
 @requires_kernels
