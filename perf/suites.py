@@ -50,16 +50,16 @@ SUITES = {
     # 65535: rows of A off 16 bytes, run as given (dispatch.SPLITK_AS_GIVEN_MAX_MN).
     "splitk": (Case(128, 128, 65536), Case(64, 64, 65536), Case(256, 256, 32768),
                Case(128, 128, 16384), Case(128, 128, 65535)),
-    # Mid-size outputs (a few waves of tiles or fewer) over a long K: too large for split-K,
-    # too small for the tiles that feed Hopper best (dispatch.K_MAJOR_MID_MIN_K).
     # Batches (bmm): attention's scores q @ k^T (heads x seq x seq over the head dimension,
     # K-major keys) and attn @ V, at Llama-7B's 32 heads of 128 and smaller; a batch of
-    # square products, one of 16-byte rows off a 32-byte sector (1000), and one of 384 columns
-# (3 x 128: 256-wide tiles would cover 512; batched.TALL).
+    # square products, one of 16-byte rows off a 32-byte sector (1000), and one of 384
+    # columns (3 x 128: 256-wide tiles would cover 512; batched.TALL).
     "batched": (Case(2048, 2048, 128, "nt", 32), Case(2048, 128, 2048, "nn", 32),
                 Case(4096, 4096, 128, "nt", 8), Case(1024, 1024, 64, "nt", 16),
                 Case(2048, 2048, 2048, "nn", 8), Case(1000, 1000, 1000, "nn", 32),
                 Case(2048, 384, 2048, "nn", 16)),
+    # Mid-size outputs (a few waves of tiles or fewer) over a long K: too large for split-K,
+    # too small for the tiles that feed Hopper best (dispatch.K_MAJOR_MID_MIN_K).
     "mid": (Case(768, 768, 4096), Case(1024, 1024, 2048), Case(1024, 1024, 8192),
             Case(1536, 1536, 4096), Case(1024, 4096, 4096), Case(4096, 256, 8192)),
 }

@@ -164,8 +164,7 @@ def _batched_kernel(a_desc, b_desc, c_desc, d_desc, c_ptr, d_ptr, BATCH, M, N, K
         # A 16-bit bias row is read before the K loop, off the epilogue's path (an fp32 one
         # held there spilled: see D_MODES).
         if HAS_D and D_MODE == D_ROW and d_ptr.dtype.element_ty.primitive_bitwidth == 16:
-            d_row = tl.load(d_ptr + product64 * stride_db + offs_n * stride_dn,
-                            mask=offs_n < N, other=0.0)
+            d_row = _row(d_ptr, product64, stride_db, offs_n, stride_dn, N)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(k_tiles):
             k = ki * BK
@@ -186,8 +185,7 @@ def _batched_kernel(a_desc, b_desc, c_desc, d_desc, c_ptr, d_ptr, BATCH, M, N, K
         inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
         if HAS_D and D_MODE == D_ROW:
             if d_ptr.dtype.element_ty.primitive_bitwidth != 16:
-                d_row = tl.load(d_ptr + product64 * stride_db + offs_n * stride_dn,
-                                mask=offs_n < N, other=0.0)
+                d_row = _row(d_ptr, product64, stride_db, offs_n, stride_dn, N)
             acc = apply_activation(acc + beta * d_row.to(tl.float32)[None, :], ACTIVATION)
         elif D_MODE == D_POINTERS:  # the activation alone without D
             acc = finish(acc, d_ptr + product64 * stride_db + offs_m[:, None] * stride_dm
@@ -216,6 +214,13 @@ def _batched_kernel(a_desc, b_desc, c_desc, d_desc, c_ptr, d_ptr, BATCH, M, N, K
 
 
 @triton.jit
+def _row(d_ptr, product64, stride_db, offs_n, stride_dn, N):
+    """D's row of product product64 at columns offs_n (D_ROW), zero past N."""
+    return tl.load(d_ptr + product64 * stride_db + offs_n * stride_dn, mask=offs_n < N,
+                   other=0.0)
+
+
+@triton.jit
 def _add_d_block(acc, d_desc, d_product, off_m, off_n, beta, ACTIVATION: tl.constexpr):
     """act(acc + beta * D) for the fp32 block acc of C at (off_m, off_n), D's block read by
     TMA from product d_product of d_desc (D_TMA)."""
@@ -224,14 +229,16 @@ def _add_d_block(acc, d_desc, d_product, off_m, off_n, beta, ACTIVATION: tl.cons
     return apply_activation(acc + beta * d, ACTIVATION)
 
 
-def _tma_ok(t: torch.Tensor, last: int) -> bool:
+def _tma_ok(t: torch.Tensor, last: int, zero_batch: bool = False) -> bool:
     """t (3-D) is contiguous along dim `last` (1 or 2) with its other two strides nonzero
     multiples of 16 bytes and its base 16-byte aligned: what a 3-D TMA descriptor of it
-    needs (a stride of 0, a broadcast batch, is not a TMA stride)."""
+    needs (a stride of 0, a broadcast batch, is not a TMA stride; zero_batch lets the
+    batch's be 0, for a descriptor of one product: _d_descriptor)."""
     size = t.element_size()
     others = [s for d, s in enumerate(t.stride()) if d != last]
     return (t.stride(last) == 1 and t.data_ptr() % TMA_ALIGN_BYTES == 0
-            and all(s > 0 and (s * size) % TMA_ALIGN_BYTES == 0 for s in others))
+            and all((s > 0 or zero_batch and d == 0) and (s * size) % TMA_ALIGN_BYTES == 0
+                    for d, s in enumerate(others)))
 
 
 def a_m_major(a: torch.Tensor) -> bool:
@@ -281,17 +288,15 @@ def _d_mode(has_d: bool, d: torch.Tensor) -> tl.constexpr:
     """The epilogue's D_MODES entry for d (as epilogue_input gives it, (batch, M, N))."""
     if has_d and d.stride(1) == 0:
         return D_ROW
-    size = d.element_size()
-    if (has_d and size == 2 and d.stride(2) == 1 and d.data_ptr() % TMA_ALIGN_BYTES == 0
-            and all(s * size % TMA_ALIGN_BYTES == 0 for s in d.stride()[:2])):
-        return D_TMA  # batch stride 0 included (_d_descriptor)
+    if has_d and d.element_size() == 2 and _tma_ok(d, 2, zero_batch=True):
+        return D_TMA
     return D_POINTERS
 
 
 def _d_descriptor(d: torch.Tensor, block: list) -> TensorDescriptor:
     """A 3-D descriptor of D_TMA's d: its products, or with a batch stride of 0 (one D for
     every product, a stride TMA does not take) the first alone."""
-    batch, m, n = d.shape
+    _, m, n = d.shape
     if d.stride(0) == 0:
         return TensorDescriptor(d, [1, m, n], [m * d.stride(1), d.stride(1), 1], block)
     return _descriptor(d, block)
