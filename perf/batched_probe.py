@@ -1,7 +1,8 @@
 """Probe: batched products (attention's q @ k^T and attn @ V, and plain bmm) on
 kernels/batched.py at pinned tiles, beside cuBLAS and the library, in interleaved rounds of
-CUDA-graph time after the L2 flush ("library": the library's bmm as it plans; "plain": the
-plain kernel, where batches ran before).
+CUDA-graph time after the L2 flush ("library": the library's bmm as it plans; "library
+copy": where that is the register-fed kernel, the plan's K-major copy and batched kernel
+instead; "plain": the plain kernel, where batches ran before).
 
     python perf/batched_probe.py --case 32,2048,2048,128,nt [--case ...]
         [--tiles BM,BN,BK,WARPS,STAGES,SUB ...] [--rounds 3] [--dtype fp16|bf16|tf32]
@@ -98,6 +99,13 @@ def main(argv=None) -> int:
                                                                 out=out)),
             out, ref, f"{spec} library", bound)
         print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
+        planned = dispatch.plan(a, b, precision or "half", sms)
+        if planned.register_fed:  # beside it, the plan's K-major copy (batched kernel)
+            out = torch.empty(ref.shape, device="cuda", dtype=dtype)
+            add_checked(fns, "library copy", lambda a=a, b=b, out=out, d=d_full: dispatch.run(
+                a, b, out, d, beta=1.0, precision=precision,
+                force=planned._replace(register_fed=False)), out, ref, f"{spec} library copy",
+                bound)
         out = torch.empty(ref.shape, device="cuda", dtype=dtype)
         add_checked(fns, "plain", lambda a=a, b=b, out=out, d=d_full: dispatch.run(
             a, b, out, d, beta=1.0, precision=precision or "half", force=dispatch.PLAIN),

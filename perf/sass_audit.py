@@ -314,10 +314,12 @@ def wgmma_register_hazards(sass: str) -> list:
 
 
 def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
-                        x_smem: bool = False, dtype: str = "fp32") -> dict:
+                        x_smem: bool = False, dtype: str = "fp32",
+                        batched: bool = False) -> dict:
     """kernels/register_fed.py compiled for arch (C^T stored with out_t, else C; ctas CTAs
     a cluster; x_smem: X K-major in shared memory, its nt mode; dtype: operands' and
-    output's, fp32 (tf32) or with x_smem fp16 / bf16): shared memory, ptxas's registers,
+    output's, fp32 (tf32) or with x_smem fp16 / bf16; batched: its 3-D descriptors, a batch
+    of products, as bmm launches it): shared memory, ptxas's registers,
     spills and warnings under the kernel's register cap, its tensor-core opcodes,
     wgmma_register_hazards of its SASS, and with clusters its PTX's multicast loads, remote
     arrives and whether its shared memory lies where the kernel's PTX strings address it
@@ -325,7 +327,7 @@ def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
     from triton.experimental.gluon import language as gl
     from triton_gemm.kernels import register_fed as rf
     elem = 4 if dtype == "fp32" else 2
-    constexprs = rf.kernel_constexprs(out_t, ctas, x_smem, elem)
+    constexprs = {**rf.kernel_constexprs(out_t, ctas, x_smem, elem), "BATCHED": batched}
     bk = constexprs["BK"]
     y_block = [rf.BQ // ctas, bk]
     x_block = [rf.BP, bk] if x_smem else [bk, rf.BP]
@@ -333,10 +335,11 @@ def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
     gl_dtype = {"fp32": gl.float32, "fp16": gl.float16, "bf16": gl.bfloat16}[dtype]
 
     def desc(block):
+        block = [1] * batched + block
         layout = gl.NVMMASharedLayout.get_default_for(block, gl_dtype)
-        return f"tensordesc<{dtype}[{block[0]}, {block[1]}],{layout!r}>"
+        return f"tensordesc<{dtype}[{', '.join(map(str, block))}],{layout!r}>"
     signature = {"x_desc": desc(x_block), "y_desc": desc(y_block), "c_desc": desc(c_block),
-                 "P": "i32", "Q": "i32", "K": "i32"}
+                 "P": "i32", "Q": "i32", "K": "i32", "BATCH": "i32"}
     kernel = compile_gluon(rf._register_fed_kernel, signature, constexprs,
                            {"num_warps": rf.WARPS, "maxnreg": rf.MAX_REGISTERS}, arch)
     with tempfile.TemporaryDirectory() as tmp:

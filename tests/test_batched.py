@@ -210,7 +210,8 @@ def test_batches_plan_the_batched_kernel(monkeypatch):
     assert single_plan(1000, 1000, 1000, batch=32) == batched_plan
     f32 = dict(dtype=torch.float32, precision="tf32", batch=8)
     assert single_plan(2048, 2048, 2048, b_k_major=True, **f32) == batched_plan
-    assert single_plan(2048, 2048, 2048, **f32) == batched_plan._replace(b_k_major=True)
+    assert single_plan(2048, 2048, 2048, **f32) == batched_plan._replace(
+        b_k_major=True, register_fed=True)  # tests/test_register_fed.py
     assert not single_plan(64, 2048, 2048, batch=8).batched
     assert not single_plan(2048, 64, 2048, batch=8).batched
     assert not single_plan(2048, 2048, 2048, torch.float32, precision="ieee", batch=8).batched

@@ -47,8 +47,9 @@ def test_tf32_nn_and_tt_plans_take_the_register_fed_kernel_with_their_copy_behin
 def test_other_products_keep_their_plans(case):
     """Both operands K-major (nt) need no copy; both MN-major (tn) are both staged; 16-bit
     wgmma reads either layout; tf32x3 and ieee have their own paths (tf32x3's register-fed
-    kernel is kernels/split_fed.py: tests/test_split_fed.py); batches, GPUs without TMA,
-    unaligned (padded) and small products never reach the persistent plan."""
+    kernel is kernels/split_fed.py: tests/test_split_fed.py); GPUs without TMA, unaligned
+    (padded) and small products never reach the persistent plan; batches take the batched
+    plan (its register-fed launch: test_tf32_batches_plan_the_register_fed_launch)."""
     args = {"nt": (_ops(4096, 4096, 4096, "row", "col"), "tf32", True),
             "tn": (_ops(4096, 4096, 4096, "col", "row"), "tf32", True),
             "fp16": (_ops(4096, 4096, 4096, "row", "row", torch.float16), "half", True),
@@ -62,8 +63,55 @@ def test_other_products_keep_their_plans(case):
     p = dispatch.plan(a, b, precision, SMS, tma)
     if precision == "tf32x3":
         assert p == dispatch.SPLIT_FED_PLAN
+    elif case == "batch":
+        assert not p.persistent and p.batched
     else:
         assert not p.register_fed
+
+
+def _batch(batch, m, n, k, layout, empty=False):
+    """(batch, M, K) A and (batch, K, N) B in the nn, tt, nt or tn layout (t: the operand
+    the transpose of a row-major tensor): N(0, 1) on the suite's device, or with empty
+    meta-free empty CPU tensors (plans read no data)."""
+    make = torch.empty if empty else randn
+    a = make(batch, k, m).mT if layout[0] == "t" else make(batch, m, k)
+    b = make(batch, n, k).mT if layout[1] == "t" else make(batch, k, n)
+    return a, b
+
+
+def test_tf32_batches_plan_the_register_fed_launch(monkeypatch):
+    """Batches of tf32 nn and tt products: the batched plan with its K-major copy behind
+    the register-fed launch (REGISTER_FED_BATCHED); nt (both K-major, read as given) and
+    tn (both staged) keep the batched kernel alone, as does the switch off."""
+    shapes = dict(batch=8, m=1024, n=1024, k=1024)
+    plans = {layout: dispatch.plan(*_batch(**shapes, layout=layout, empty=True), "tf32", SMS,
+                                   True)
+             for layout in ("nn", "tt", "nt", "tn")}
+    assert plans["nn"] == dispatch.Plan(False, False, True, batched=True, register_fed=True)
+    assert plans["tt"] == dispatch.Plan(False, True, False, batched=True, register_fed=True)
+    assert plans["nt"] == dispatch.Plan(False, False, False, batched=True)
+    assert plans["tn"] == dispatch.Plan(False, True, True, batched=True)
+    monkeypatch.setattr(dispatch, "REGISTER_FED_BATCHED", False)
+    nn = dispatch.plan(*_batch(**shapes, layout="nn", empty=True), "tf32", SMS, True)
+    assert nn == dispatch.Plan(False, False, True, batched=True)
+
+
+def test_batched_launch_refuses_what_3d_tma_cannot_read():
+    """supports_batched: nn and tt fp32 batches only (not nt, 16-bit, 2-D, nor the
+    interpreter or a CPU); no broadcast (zero-stride) batch, no rows off 16 bytes."""
+    a, b = _batch(2, 64, 64, 64, "nn", empty=True)
+    assert not register_fed.supports_batched(a, b, torch.empty(2, 64, 64))  # not on a GPU
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        return  # the interpreter, or not Hopper
+    out = randn(2, 64, 64)
+    for layout in ("nn", "tt"):
+        assert register_fed.supports_batched(*_batch(2, 64, 64, 64, layout), out)
+    assert not register_fed.supports_batched(*_batch(2, 64, 64, 64, "nt"), out)
+    a, b = _batch(2, 64, 64, 64, "nn")
+    assert not register_fed.supports_batched(a.half(), b.half(), out.half())
+    assert not register_fed.supports_batched(a, b[:1].expand(2, 64, 64), out)
+    a, b = _batch(2, 64, 63, 64, "nn")  # B's rows of 63 fp32: 252 bytes
+    assert not register_fed.supports_batched(a, b, randn(2, 64, 63))
 
 
 @requires_kernels
@@ -95,13 +143,15 @@ def test_the_hazard_scan_finds_a_fragment_loaded_under_a_running_wgmma():
         "/*2580*/ LDS R152, [R13+UR5+0x20000] ;"]
 
 
-def test_the_kernel_compiles_with_alternating_fragments_and_no_hazard():
+@pytest.mark.parametrize("batched", [False, True], ids=["single", "batched"])
+def test_the_kernel_compiles_with_alternating_fragments_and_no_hazard(batched):
     """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off): both
     output orientations issue register-fed HGMMA from two register sets (two K steps a
     turn), nothing writes a set while its wgmma runs, no spills, and the ring fits the
-    H100's shared memory."""
+    H100's shared memory; so too the batched launch (3-D descriptors)."""
     code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
-            "print(json.dumps([sass_audit.register_fed_report(t) for t in (True, False)]))")
+            "print(json.dumps([sass_audit.register_fed_report(t, batched="
+            f"{batched}) for t in (True, False)]))")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=False,
                           capture_output=True, text=True, timeout=600)
@@ -283,3 +333,59 @@ def test_register_fed_calls_replay_through_the_launch_cache(layout):
         assert_close(out, a.double() @ b.double(), torch.float32, "tf32", layout,
                      operands=(a[0], b[0]))
     assert launch_cache.stats["replayed"] - replayed == 2
+
+
+@gpu_only
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("batch,m,n,k", [(3, 300, 272, 1000), (2, 256, 512, 96),
+                                         (5, 130, 1000, 40), (32, 1000, 1000, 1000),
+                                         (4, 1024, 1024, 2048)])
+def test_batched_launch_computes_each_product(layout, batch, m, n, k):
+    """register_fed.bmm on fresh N(0, 1) batches, NaN-poisoned output: tiles ragged at
+    every product's edges (3-D TMA clips each box inside its product: no rows of the next
+    one read or written), K past the last 32-deep step and an odd count of them, several
+    products per program (32 x 1000^3 on 132 SMs)."""
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    a, b = _batch(batch, m, n, k, layout)
+    out = torch.full((batch, m, n), float("nan"), device=DEVICE)
+    assert register_fed.supports_batched(a, b, out)
+    register_fed.bmm(a, b, out, torch.cuda.get_device_properties(0).multi_processor_count)
+    assert last_config() == "rfb" + RF_NAME[2:]
+    assert_close(out, a.double() @ b.double(), torch.float32, "tf32",
+                 f"{layout} {batch} x {m}x{n}x{k}", operands=(a[-1], b[-1]))
+
+
+@gpu_only
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+def test_bmm_runs_tf32_nn_and_tt_batches_register_fed(layout):
+    """Through the public API: bmm and 4-D matmul take the batched launch, baddbmm (an
+    epilogue) and a broadcast batch the K-major copy; a replay through the launch cache
+    on new operands is right too."""
+    from triton_gemm import launch_cache
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    name = "rfb" + RF_NAME[2:]
+    for _ in range(2):  # the second call of the signature: a replay
+        a, b = _batch(8, 768, 640, 1024, layout)
+        out = triton_gemm.bmm(a, b, precision="tf32")
+        assert last_config() == name
+        assert_close(out, a.double() @ b.double(), torch.float32, "tf32", f"{layout} bmm",
+                     operands=(a[0], b[0]))
+    y = triton_gemm.matmul(a.reshape(2, 4, 768, 1024), b.reshape(2, 4, 1024, 640),
+                           precision="tf32")
+    assert last_config() == name
+    assert_close(y.reshape(8, 768, 640), a.double() @ b.double(), torch.float32, "tf32",
+                 f"{layout} 4-D matmul", operands=(a[0], b[0]))
+    bias = randn(640)
+    out = triton_gemm.baddbmm(bias, a, b, alpha=0.5, precision="tf32")
+    assert last_config() != name
+    assert_close(out, bias.double() + 0.5 * (a.double() @ b.double()), torch.float32, "tf32",
+                 f"{layout} baddbmm", operands=(a[0], b[0]))
+    shared = b[:1].expand(8, *b.shape[1:])
+    out = triton_gemm.bmm(a, shared, precision="tf32")
+    assert last_config() != name
+    assert_close(out, a.double() @ shared.double(), torch.float32, "tf32",
+                 f"{layout} broadcast B", operands=(a[0], b[0]))
+    if launch_cache.ENABLED:
+        assert launch_cache.stats["replayed"] > 0

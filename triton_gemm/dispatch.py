@@ -324,6 +324,11 @@ SMALL_WAVE = True
 # 1826.7 (2629.2).
 BATCHED = True
 BATCHED_MIN_MN = 128
+# Batches of tf32 products with one operand MN-major (nn: a row-major B; tt: a transposed
+# A) run on kernels/register_fed.py's batched launch (bmm), as single ones do
+# (REGISTER_FED), instead of a K-major copy of that operand and kernels/batched.py. The
+# copy stays in the plan for calls with an epilogue. (Measurements: to come.)
+REGISTER_FED_BATCHED = True
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
 # cuBLAS 176 us (memory floor ~157 us), reading B once but computing 8x the rows.
@@ -561,7 +566,11 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         # Rows TMA reads as given (16-byte strides: fp16 K = 1000) need no padded copy;
         # K-major copies are padded anyway.
         as_given = not (a_k_major or b_k_major) and _batched.reads(a, b, precision)
-        return Plan(pad and not as_given, a_k_major, b_k_major, batched=True)
+        # tf32 with one operand MN-major: see REGISTER_FED_BATCHED.
+        fed = (REGISTER_FED_BATCHED and precision == "tf32" and not pad
+               and a_k_major != b_k_major)
+        return Plan(pad and not as_given, a_k_major, b_k_major, batched=True,
+                    register_fed=fed)
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
@@ -989,10 +998,15 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
             force=p._replace(transposed=False))
         return out
     if p.register_fed:
-        single = d is None and alpha == 1 and activation == 0 and a.shape[0] == 1
+        plain_product = d is None and alpha == 1 and activation == 0
+        single = plain_product and a.shape[0] == 1
         if (precision == "tf32" and single and not p.split_tf32
                 and _register_fed.supports(a[0], b[0], out[0])):
             _register_fed.matmul_2d(a[0], b[0], out[0], _persistent.gpu_sms(a.device)[0])
+            return out
+        if (precision == "tf32" and plain_product and p.batched
+                and _register_fed.supports_batched(a, b, out)):
+            _register_fed.bmm(a, b, out, _persistent.gpu_sms(a.device)[0])
             return out
         if precision == "tf32x3" and activation == 0 and a.shape[0] == 1:
             d2 = None if d is None else d.expand(out.shape)[0]

@@ -48,8 +48,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+from triton.runtime.jit import constexpr_function
 
-from .common import INTERPRETER, hopper, record, run_kernel
+from .common import INTERPRETER, cdiv, hopper, record, run_kernel
+from .batched import _tma_ok as _batched_tma_ok
 from .persistent import _tma_ok, programs, tile_origin
 
 # The tile: BP accumulator rows from X (two warpgroups of 64), BQ columns from Y, BK deep,
@@ -219,32 +221,61 @@ def _release_to(slot, cta, pred, THREADS: gl.constexpr, EMPTY_AT: gl.constexpr):
 
 
 @gluon.jit
-def _walk(P, Q, K, CTAS: gl.constexpr, BP: gl.constexpr, BQ: gl.constexpr,
+def _walk(P, Q, K, BATCH, CTAS: gl.constexpr, BP: gl.constexpr, BQ: gl.constexpr,
           BK: gl.constexpr):
     """(first tile, tile step, tiles, tile columns, rank, K steps) of this program's walk,
     the same in both partitions: groups of CTAS tiles of BP x BQ side by side along P, one
     group per cluster (CTA programs i * CTAS .. i * CTAS + CTAS - 1), rank this CTA's tile
-    in it; K steps rounded up to pairs (the register-fed loop runs two a turn)."""
+    in it, the BATCH products' tiles one product after another; K steps rounded up to
+    pairs (the register-fed loop runs two a turn)."""
     columns = gl.cdiv(gl.cdiv(P, BP), CTAS)
     return (gl.program_id(0) // CTAS, gl.num_programs(0) // CTAS,
-            columns * gl.cdiv(Q, BQ), columns, gl.program_id(0) % CTAS,
+            BATCH * columns * gl.cdiv(Q, BQ), columns, gl.program_id(0) % CTAS,
             gl.cdiv(gl.cdiv(K, BK), 2) * 2)
 
 
 @gluon.jit
 def _tile_origin(tile, Q, columns, rank, CTAS: gl.constexpr, BP: gl.constexpr,
                  BQ: gl.constexpr, GROUP_M: gl.constexpr):
-    """(off_q, off_p) of this CTA's tile in group `tile` of the walk (_walk), the groups
-    in persistent.tile_origin's grouped order."""
-    off_q, off_c = tile_origin(tile, gl.cdiv(Q, BQ), columns, BQ, BP * CTAS, GROUP_M)
-    return off_q, off_c + rank * BP
+    """(product, off_q, off_p) of this CTA's tile in group `tile` of the walk (_walk), the
+    groups of each product in persistent.tile_origin's grouped order."""
+    rows = gl.cdiv(Q, BQ)
+    product = tile // (rows * columns)
+    off_q, off_c = tile_origin(tile - product * (rows * columns), rows, columns, BQ,
+                               BP * CTAS, GROUP_M)
+    return product, off_q, off_c + rank * BP
 
 
 @gluon.jit
-def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
+def _load(desc, at, barrier, view, product, BATCHED: gl.constexpr):
+    """TMA-load desc's block `at` into the shared memory view, completing on barrier; with
+    BATCHED (desc 3-D, its boxes one product deep) product `product`'s, the view seen as
+    one such box (the same bytes: the 2-D layout's swizzle over the box's rows)."""
+    if BATCHED:
+        tma.async_copy_global_to_shared(
+            desc, [product] + at, barrier,
+            view._reinterpret(view.dtype, [1] + view.type.shape, desc.layout))
+    else:
+        tma.async_copy_global_to_shared(desc, at, barrier, view)
+
+
+@gluon.jit
+def _store(desc, at, view, product, BATCHED: gl.constexpr):
+    """TMA-store the shared memory view to desc's block `at` (of product `product` with
+    BATCHED, as _load)."""
+    if BATCHED:
+        tma.async_copy_shared_to_global(
+            desc, [product] + at,
+            view._reinterpret(view.dtype, [1] + view.type.shape, desc.layout))
+    else:
+        tma.async_copy_shared_to_global(desc, at, view)
+
+
+@gluon.jit
+def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, BATCH, c_desc, epi,
             BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
             OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
-            X_SMEM: gl.constexpr, READY_AT: gl.constexpr):
+            X_SMEM: gl.constexpr, READY_AT: gl.constexpr, BATCHED: gl.constexpr):
     """The TMA warps: each K step's X and Y tiles into the ring once the wgmma warps (with
     CTAS > 1, all the cluster's CTAs') have handed the slot back. K steps are issued in
     pairs; past K, TMA fills zeros."""
@@ -253,23 +284,23 @@ def _loader(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
     nbytes: gl.constexpr = x_desc.block_type.nbytes + BQ * BK * ELEM
     if CTAS > 1:
         _cluster_sync(THREADS)
-    first, walkers, tiles, columns, rank, k_steps = _walk(P, Q, K, CTAS, BP, BQ, BK)
+    first, walkers, tiles, columns, rank, k_steps = _walk(P, Q, K, BATCH, CTAS, BP, BQ, BK)
     step = 0
     for tile in range(first, tiles, walkers):
-        off_q, off_p = _tile_origin(tile, Q, columns, rank, CTAS, BP, BQ, GROUP_M)
+        product, off_q, off_p = _tile_origin(tile, Q, columns, rank, CTAS, BP, BQ, GROUP_M)
         for i in range(k_steps):
             slot = claim_slot(ready, empty, step, nbytes)
             if X_SMEM:
                 x_at = [off_p, i * BK]
             else:
                 x_at = [i * BK, off_p]
-            tma.async_copy_global_to_shared(x_desc, x_at, ready.index(slot), x_ring.index(slot))
+            _load(x_desc, x_at, ready.index(slot), x_ring.index(slot), product, BATCHED)
             if CTAS > 1:
                 _multicast_y(off_q + rank * (BQ // CTAS), i * BK, slot, rank, THREADS, BQ, BK,
                              CTAS, ELEM, READY_AT)
             else:
-                tma.async_copy_global_to_shared(y_desc, [off_q, i * BK], ready.index(slot),
-                                                y_ring.index(slot))
+                _load(y_desc, [off_q, i * BK], ready.index(slot), y_ring.index(slot), product,
+                      BATCHED)
             step += 1
     if CTAS > 1:
         _cluster_sync(THREADS)
@@ -291,9 +322,11 @@ def _release(empty, slot, rank, pred, CTAS: gl.constexpr, THREADS: gl.constexpr,
 
 
 @gluon.jit
-def _store_chunk(chunk, j, c_desc, epi, off_p, off_q, OUT_T: gl.constexpr):
+def _store_chunk(chunk, j, c_desc, epi, product, off_p, off_q, OUT_T: gl.constexpr,
+                 BATCHED: gl.constexpr):
     """Chunk j ([BP, EPI] of the accumulator, columns off_q + EPI j ..) to C through
-    buffer j % 2 of epi: C[q, p] with OUT_T, else C[p, q]. The buffer's previous TMA store
+    buffer j % 2 of epi: C[q, p] with OUT_T, else C[p, q] (of product `product` with
+    BATCHED). The buffer's previous TMA store
     (two chunks back) must have read it first; TMA clips the chunk at C's edges."""
     EPI: gl.constexpr = chunk.type.shape[1]
     buf = epi.index(j % 2)
@@ -308,12 +341,12 @@ def _store_chunk(chunk, j, c_desc, epi, off_p, off_q, OUT_T: gl.constexpr):
         at = [off_p, off_q + EPI * j]
     fence_async_shared()
     gl.thread_barrier()  # both warpgroups' parts written before one thread issues the store
-    tma.async_copy_shared_to_global(c_desc, at, buf)
+    _store(c_desc, at, buf, product, BATCHED)
 
 
 @gluon.jit
-def _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T: gl.constexpr, BP: gl.constexpr,
-                BQ: gl.constexpr):
+def _store_tile(acc, c_desc, epi, product, off_p, off_q, OUT_T: gl.constexpr,
+                BP: gl.constexpr, BQ: gl.constexpr, BATCHED: gl.constexpr):
     """The [BP, BQ] accumulator to C in eight chunks of BQ / 8 columns, each staged in
     shared memory and stored by TMA, which runs on while the next tile's K loop starts.
     The chunks are split out of the accumulator's own registers (its column bits above
@@ -327,14 +360,14 @@ def _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T: gl.constexpr, BP: gl.cons
     c2, c6 = gl.split(e1)
     c1, c5 = gl.split(o0)
     c3, c7 = gl.split(o1)
-    _store_chunk(c0, 0, c_desc, epi, off_p, off_q, OUT_T)
-    _store_chunk(c1, 1, c_desc, epi, off_p, off_q, OUT_T)
-    _store_chunk(c2, 2, c_desc, epi, off_p, off_q, OUT_T)
-    _store_chunk(c3, 3, c_desc, epi, off_p, off_q, OUT_T)
-    _store_chunk(c4, 4, c_desc, epi, off_p, off_q, OUT_T)
-    _store_chunk(c5, 5, c_desc, epi, off_p, off_q, OUT_T)
-    _store_chunk(c6, 6, c_desc, epi, off_p, off_q, OUT_T)
-    _store_chunk(c7, 7, c_desc, epi, off_p, off_q, OUT_T)
+    _store_chunk(c0, 0, c_desc, epi, product, off_p, off_q, OUT_T, BATCHED)
+    _store_chunk(c1, 1, c_desc, epi, product, off_p, off_q, OUT_T, BATCHED)
+    _store_chunk(c2, 2, c_desc, epi, product, off_p, off_q, OUT_T, BATCHED)
+    _store_chunk(c3, 3, c_desc, epi, product, off_p, off_q, OUT_T, BATCHED)
+    _store_chunk(c4, 4, c_desc, epi, product, off_p, off_q, OUT_T, BATCHED)
+    _store_chunk(c5, 5, c_desc, epi, product, off_p, off_q, OUT_T, BATCHED)
+    _store_chunk(c6, 6, c_desc, epi, product, off_p, off_q, OUT_T, BATCHED)
+    _store_chunk(c7, 7, c_desc, epi, product, off_p, off_q, OUT_T, BATCHED)
 
 
 @gluon.jit
@@ -359,10 +392,10 @@ def _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout: 
 
 
 @gluon.jit
-def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
+def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, BATCH, c_desc, epi,
          BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
          OUT_T: gl.constexpr, CTAS: gl.constexpr, LOADER_WARPS: gl.constexpr,
-         X_SMEM: gl.constexpr, EMPTY_AT: gl.constexpr):
+         X_SMEM: gl.constexpr, EMPTY_AT: gl.constexpr, BATCHED: gl.constexpr):
     """The wgmma warpgroups: one wgmma left in flight, its X fragment kept until the wait
     that retires it; a slot goes back to the TMA warp once both warpgroups' wgmmas on it
     have retired. The tile goes out through shared memory by TMA (_store_tile)."""
@@ -377,10 +410,10 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
                                                  k_width=1)
     if CTAS > 1:
         _cluster_sync(THREADS)
-    first, walkers, tiles, columns, rank, k_steps = _walk(P, Q, K, CTAS, BP, BQ, BK)
+    first, walkers, tiles, columns, rank, k_steps = _walk(P, Q, K, BATCH, CTAS, BP, BQ, BK)
     step = 0
     for tile in range(first, tiles, walkers):
-        off_q, off_p = _tile_origin(tile, Q, columns, rank, CTAS, BP, BQ, GROUP_M)
+        product, off_q, off_p = _tile_origin(tile, Q, columns, rank, CTAS, BP, BQ, GROUP_M)
         if X_SMEM:
             acc = _k_loop_smem(x_ring, y_ring, ready, empty, step, k_steps, rank, mma_layout,
                                BP, BQ, CTAS, THREADS, EMPTY_AT)
@@ -412,19 +445,29 @@ def _mma(x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi,
             _keep(y)
             step += k_steps
             _release(empty, (step + STAGES - 1) % STAGES, rank, True, CTAS, THREADS, EMPTY_AT)
-        _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T, BP, BQ)
+        _store_tile(acc, c_desc, epi, product, off_p, off_q, OUT_T, BP, BQ, BATCHED)
     tma.store_wait(0)
     if CTAS > 1:
         _cluster_sync(THREADS)
 
 
+@constexpr_function
+def _ring_layout(desc):
+    """The shared layout of a 2-D view of desc's box: desc's own, or a 3-D (BATCHED) box's
+    without its product dimension of 1 (the same swizzle over the same rows)."""
+    block = [int(getattr(d, "value", d)) for d in desc.block_type.shape]
+    if len(block) == 2:
+        return desc.layout
+    return gl.NVMMASharedLayout.get_default_for(block[1:], desc.dtype)
+
+
 @gluon.jit
 def _register_fed_kernel(
-    x_desc, y_desc, c_desc, P, Q, K,
+    x_desc, y_desc, c_desc, P, Q, K, BATCH,
     BP: gl.constexpr, BQ: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
     GROUP_M: gl.constexpr, OUT_T: gl.constexpr, LOADER_REGS: gl.constexpr,
     CTAS: gl.constexpr = 1, LOADER_WARPS: gl.constexpr = 1, X_SMEM: gl.constexpr = False,
-    READY_AT: gl.constexpr = 0, EMPTY_AT: gl.constexpr = 0,
+    READY_AT: gl.constexpr = 0, EMPTY_AT: gl.constexpr = 0, BATCHED: gl.constexpr = False,
 ):
     """acc = X^T Y^T in tf32 over K for X (K, P) P-contiguous through x_desc ([BK, BP]
     boxes; with X_SMEM (P, K) K-contiguous, [BP, BK] boxes, acc = X Y^T) and Y (Q, K)
@@ -432,14 +475,18 @@ def _register_fed_kernel(
     boxes of C (Q, P) = acc^T with OUT_T, else [BP, BQ / 8] of C (P, Q) = acc).
     Persistent: program i walks tiles i, i + grid, ... in grouped order; with CTAS > 1
     (launched in clusters of CTAS, LOADER_WARPS 4) cluster i walks groups of CTAS tiles
-    so."""
+    so. BATCHED (CTAS 1): BATCH products, each descriptor 3-D (product, rows, columns) with
+    boxes one product deep; the products' tiles are walked one product after another."""
     if X_SMEM:
-        x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BP, BK], x_desc.layout)
+        x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BP, BK], _ring_layout(x_desc))
     else:
-        x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BK, BP], x_desc.layout)
-    y_ring = gl.allocate_shared_memory(y_desc.dtype, [STAGES, BQ, BK], y_desc.layout)
+        x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BK, BP], _ring_layout(x_desc))
+    y_ring = gl.allocate_shared_memory(y_desc.dtype, [STAGES, BQ, BK], _ring_layout(y_desc))
     # Two buffers of one epilogue chunk (_store_tile): one fills while TMA reads the other.
-    epi = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
+    if OUT_T:
+        epi = gl.allocate_shared_memory(c_desc.dtype, [2, BQ // 8, BP], _ring_layout(c_desc))
+    else:
+        epi = gl.allocate_shared_memory(c_desc.dtype, [2, BP, BQ // 8], _ring_layout(c_desc))
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
@@ -448,23 +495,25 @@ def _register_fed_kernel(
         # cluster one per warpgroup of every CTA (_release).
         mbarrier.init(empty.index(s), count=1 if CTAS == 1 else gl.num_warps() // 4 * CTAS)
     gl.warp_specialize([
-        (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
-                BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM, EMPTY_AT)),
-        (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, c_desc, epi, BP,
-                   BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM, READY_AT)),
+        (_mma, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, BATCH, c_desc, epi,
+                BP, BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM, EMPTY_AT, BATCHED)),
+        (_loader, (x_desc, y_desc, x_ring, y_ring, ready, empty, P, Q, K, BATCH, c_desc, epi,
+                   BP, BQ, BK, GROUP_M, OUT_T, CTAS, LOADER_WARPS, X_SMEM, READY_AT,
+                   BATCHED)),
     ], [LOADER_WARPS], [LOADER_REGS])
 
 
 def _operands(a: torch.Tensor, b: torch.Tensor):
-    """(X, Y, OUT_T, X_SMEM) for 2-D a (M, K), b (K, N) in the nn, tt or nt layout, else
-    None. X is (K, P) P-contiguous, fed from registers, or with X_SMEM (P, K) K-contiguous,
-    read by wgmma from shared memory."""
-    if a.stride(1) == 1 and b.stride(1) == 1 and b.stride(0) != 1:  # nn: C^T = B^T A^T
+    """(X, Y, OUT_T, X_SMEM) for a (..., M, K), b (..., K, N) in the nn, tt or nt layout,
+    else None. X is (..., K, P) P-contiguous, fed from registers, or with X_SMEM (..., P,
+    K) K-contiguous, read by wgmma from shared memory."""
+    rows_a, cols_a, rows_b, cols_b = a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1)
+    if cols_a == 1 and cols_b == 1 and rows_b != 1:  # nn: C^T = B^T A^T
         return b, a, True, False
-    if a.stride(0) == 1 and a.stride(1) != 1 and b.stride(0) == 1:  # tt: C = A B
-        return a.T, b.T, False, False
-    if a.stride(1) == 1 and b.stride(0) == 1 and b.stride(1) != 1:  # nt: C = A B
-        return a, b.T, False, True
+    if rows_a == 1 and cols_a != 1 and rows_b == 1:  # tt: C = A B
+        return a.mT, b.mT, False, False
+    if cols_a == 1 and rows_b == 1 and cols_b != 1:  # nt: C = A B
+        return a, b.mT, False, True
     return None
 
 
@@ -486,11 +535,27 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
             and min(a.shape + b.shape) > 0)
 
 
+def supports_batched(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
+    """Whether a batch of products, fp32 (batch, M, K) a and (batch, K, N) b in the nn or
+    tt layout (one operand MN-major: the register-fed ones) and a row-major (batch, M, N)
+    fp32 out, runs on bmm: on a Hopper GPU, outside the interpreter, each operand as 3-D
+    TMA takes it (batched._tma_ok: no broadcast batch)."""
+    if INTERPRETER or not a.dtype == b.dtype == out.dtype == torch.float32:
+        return False
+    if a.dim() != 3 or b.dim() != 3 or out.dim() != 3 or not hopper(a.device):
+        return False
+    ops = _operands(a, b)
+    return (ops is not None and not ops[3] and min(a.shape + b.shape) > 0
+            and all(_batched_tma_ok(t, 2) for t in (ops[0], ops[1], out)))
+
+
 _GL_DTYPES = {torch.float32: gl.float32, torch.float16: gl.float16,
               torch.bfloat16: gl.bfloat16}
 
 
 def _descriptor(t: torch.Tensor, block: list) -> TensorDescriptor:
+    """A descriptor of t (2-D, or 3-D with a product dimension before the block's)."""
+    block = [1] * (t.dim() - len(block)) + block
     layout = gl.NVMMASharedLayout.get_default_for(block, _GL_DTYPES[t.dtype])
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
@@ -570,6 +635,14 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
     return _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas)
 
 
+def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int) -> torch.Tensor:
+    """out = a @ b, product by product (fp32 operands in tf32), for operands
+    supports_batched() accepts, in one persistent launch of one-CTA programs (the grid as
+    kernels/batched.py's). Returns out."""
+    x, y, out_t, x_smem = _operands(a, b)
+    return _launch(a, b, out, sms, x, y, out_t, x_smem, x.shape[2], y.shape[1], 1)
+
+
 def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool, elem: int = 4) -> dict:
     """_register_fed_kernel's constexpr arguments for a launch (and the offline compiles of
     perf/sass_audit.py): C^T stored with out_t, ctas CTAs a cluster, X K-major in shared
@@ -595,19 +668,24 @@ def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool, elem: int = 4) -> di
 
 
 def _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas):
-    """matmul_2d's launch on its operands (X, Y), ctas CTAs a cluster. Returns out."""
+    """matmul_2d's and bmm's launch on their operands (X, Y; 3-D: a batch), ctas CTAs a
+    cluster. Returns out."""
     elem = a.element_size()
+    batch = x.shape[0] if x.dim() == 3 else 1
     constexprs = {**kernel_constexprs(out_t, ctas, x_smem, elem), "num_warps": WARPS,
-                  "maxnreg": MAX_REGISTERS}
+                  "maxnreg": MAX_REGISTERS, "BATCHED": x.dim() == 3}
     bk = constexprs["BK"]
     args = (_descriptor(x, [BP, bk] if x_smem else [bk, BP]), _descriptor(y, [BQ // ctas, bk]),
-            _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, a.shape[1])
+            _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, a.shape[-1],
+            batch)
     # A launch per cluster, each group of ctas tiles along P one tile of the wave rule.
-    grid = programs(ctas * BP, BQ, p, q, sms // ctas, half_tail=False)
+    grid = programs(ctas * BP, BQ, batch * cdiv(p, ctas * BP) * ctas * BP, q, sms // ctas,
+                    half_tail=False)
     run_kernel(_register_fed_kernel, (grid, ), args, constexprs,
                prepare=(functools.partial(_as_cluster, ctas=ctas, out_elem=elem) if ctas > 1
                         else None))
     record(triton.Config({"REGISTER_FED": True, "BM": BP, "BN": BQ, "BK": bk, "CTAS": ctas,
-                          "X_SMEM": x_smem}, num_warps=WARPS, num_stages=STAGES),
+                          "X_SMEM": x_smem, "PRODUCTS": x.dim() == 3},
+                         num_warps=WARPS, num_stages=STAGES),
            "tf32" if elem == 4 else "half")
     return out
