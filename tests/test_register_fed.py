@@ -91,6 +91,9 @@ def test_tf32_batches_plan_the_register_fed_launch(monkeypatch):
     assert plans["tt"] == dispatch.Plan(False, True, False, batched=True, register_fed=True)
     assert plans["nt"] == dispatch.Plan(False, False, False, batched=True)
     assert plans["tn"] == dispatch.Plan(False, True, True, batched=True)
+    # Rows off ALIGN (1000 fp32): the copies behind pad, the launch reads them as given.
+    padded = dispatch.plan(*_batch(32, 1000, 1000, 1000, "nn", empty=True), "tf32", SMS, True)
+    assert padded == dispatch.Plan(True, True, True, batched=True, register_fed=True)
     monkeypatch.setattr(dispatch, "REGISTER_FED_BATCHED", False)
     nn = dispatch.plan(*_batch(**shapes, layout="nn", empty=True), "tf32", SMS, True)
     assert nn == dispatch.Plan(False, False, True, batched=True)
@@ -338,7 +341,7 @@ def test_register_fed_calls_replay_through_the_launch_cache(layout):
 @gpu_only
 @pytest.mark.parametrize("layout", ["nn", "tt"])
 @pytest.mark.parametrize("batch,m,n,k", [(3, 300, 272, 1000), (2, 256, 512, 96),
-                                         (5, 130, 1000, 40), (32, 1000, 1000, 1000),
+                                         (5, 132, 1000, 40), (32, 1000, 1000, 1000),
                                          (4, 1024, 1024, 2048)])
 def test_batched_launch_computes_each_product(layout, batch, m, n, k):
     """register_fed.bmm on fresh N(0, 1) batches, NaN-poisoned output: tiles ragged at

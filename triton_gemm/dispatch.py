@@ -566,9 +566,11 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         # Rows TMA reads as given (16-byte strides: fp16 K = 1000) need no padded copy;
         # K-major copies are padded anyway.
         as_given = not (a_k_major or b_k_major) and _batched.reads(a, b, precision)
-        # tf32 with one operand MN-major: see REGISTER_FED_BATCHED.
-        fed = (REGISTER_FED_BATCHED and precision == "tf32" and not pad
-               and a_k_major != b_k_major)
+        # tf32 with one operand MN-major, read as given (even where the copies behind
+        # it pad: TMA needs only 16-byte strides, run() checks): see REGISTER_FED_BATCHED.
+        nn = sa[2] == 1 and sb[2] == 1 and sb[1] != 1
+        tt = sa[1] == 1 and sa[2] != 1 and sb[1] == 1
+        fed = REGISTER_FED_BATCHED and precision == "tf32" and (nn or tt)
         return Plan(pad and not as_given, a_k_major, b_k_major, batched=True,
                     register_fed=fed)
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
