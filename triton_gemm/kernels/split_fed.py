@@ -197,7 +197,7 @@ def _mma(x_desc, y_desc, ylo_desc, x_ring, y_ring, ylo_ring, ready, empty, P, Q,
         acc += gl.where(gl.abs(lo_acc) < float("inf"), lo_acc, 0.0)
         acc = _epilogue(acc * alpha, d_ptr, stride_dm, stride_dn, beta, off_p, off_q, P, Q,
                         OUT_T, HAS_D)
-        _store_tile(acc, c_desc, epi, off_p, off_q, OUT_T, BP, BQ)
+        _store_tile(acc, c_desc, epi, 0, off_p, off_q, OUT_T, BP, BQ, False)
     tma.store_wait(0)
 
 
