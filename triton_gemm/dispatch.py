@@ -326,8 +326,16 @@ BATCHED = True
 BATCHED_MIN_MN = 128
 # Batches of tf32 products with one operand MN-major (nn: a row-major B; tt: a transposed
 # A) run on kernels/register_fed.py's batched launch (bmm), as single ones do
-# (REGISTER_FED), instead of a K-major copy of that operand and kernels/batched.py. The
-# copy stays in the plan for calls with an epilogue. (Measurements: to come.)
+# (REGISTER_FED), instead of a K-major copy of that operand (or, with rows off ALIGN,
+# padded copies of both) and kernels/batched.py; the copies stay in the plan for calls
+# with an epilogue and operands 3-D TMA cannot read. perf/batched_probe.py --dtype tf32,
+# H100, CUDA-graph time after the L2 flush, three rounds, us, register-fed / the copy plan
+# (cuBLAS tf32): 8 x 2048^3 387.0 / 464.8 (417.6), tt 389.5 / 465.8 (383.4); 32 x 1000^3
+# 215.6 / 413.2 (280.0), tt 216.5 / 411.5 (232.2); 16 x 2048x384x2048 163.1 / 236.8
+# (181.9); 16 x 2048x640x2048 257.7 / 361.4 (279.4); 32 x 2048x128x2048 224.9 / 245.3
+# (228.3); 32 x 2048x2048x128 nn 260.5 / 274.4 (229.4); 8 x 1024^3 56.2 / 87.4 (67.8);
+# 4 x 4096^3 1601.2 / 1657.8 (1750.3). Smaller products (under STAGE_MIN_MNK) stay on the
+# plain kernel as before (16 x 1024x1024x64 nn: 45.9, cuBLAS 34.3; not tried here).
 REGISTER_FED_BATCHED = True
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against

@@ -6,7 +6,9 @@ come from registers in any layout. So the MN-major operand X, stored (K, P) P-co
 (nn: B, P = N; tt: A^T, P = M), is that first operand, loaded from shared memory into
 registers; the K-major one Y, stored (Q, K) K-contiguous (nn: A, Q = M; tt: B^T, Q = N),
 is read by wgmma from shared memory. The accumulator is X^T Y^T: C^T for nn (stored
-transposed), C for tt. A warp of its own issues both tiles' TMA loads into a ring of
+transposed), C for tt. bmm runs batches of such products in one persistent launch, its
+descriptors 3-D (product, rows, columns) with boxes one product deep, so TMA clips every
+box inside its product (dispatch.REGISTER_FED_BATCHED has its figures). A warp of its own issues both tiles' TMA loads into a ring of
 STAGES slots (warp specialisation); the two wgmma warpgroups never stop for them, and
 hand each finished tile to TMA through shared memory (_store_tile). From CLUSTER_MIN_MNK
 on, CTAs run in clusters of two that share Y's tiles (TMA multicast). nt (both operands
