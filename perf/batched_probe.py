@@ -2,7 +2,9 @@
 kernels/batched.py at pinned tiles, beside cuBLAS and the library, in interleaved rounds of
 CUDA-graph time after the L2 flush ("library": the library's bmm as it plans; "library
 copy": where that is the register-fed kernel, the plan's K-major copy and batched kernel
-instead; "plain": the plain kernel, where batches ran before).
+instead; "register-fed": kernels/register_fed.py's batched launch where the library does
+not run it (nt: both operands read from shared memory); "plain": the plain kernel, where
+batches ran before).
 
     python perf/batched_probe.py --case 32,2048,2048,128,nt [--case ...]
         [--tiles BM,BN,BK,WARPS,STAGES,SUB ...] [--rounds 3] [--dtype fp16|bf16|tf32]
@@ -34,7 +36,7 @@ import triton_gemm  # noqa: E402
 from triton_gemm import dispatch  # noqa: E402
 from perf import bench  # noqa: E402
 from perf.simt_gluon_probe import add_checked, time_and_print  # noqa: E402
-from triton_gemm.kernels import batched  # noqa: E402
+from triton_gemm.kernels import batched, register_fed  # noqa: E402
 from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
 from triton_gemm.tolerances import tolerance  # noqa: E402
 
@@ -107,6 +109,12 @@ def main(argv=None) -> int:
                 force=planned._replace(register_fed=False)), out, ref, f"{spec} library copy",
                 bound)
         out = torch.empty(ref.shape, device="cuda", dtype=dtype)
+        if (d is None and register_fed.supports_batched(a, b, out)
+                and not triton_gemm.last_config().startswith(("rfb", "gsb"))):
+            # kernels/register_fed.py's batched launch where the library does not run it
+            add_checked(fns, "register-fed", lambda a=a, b=b, out=out: register_fed.bmm(
+                a, b, out, sms), out, ref, f"{spec} register-fed", bound)
+            out = torch.empty(ref.shape, device="cuda", dtype=dtype)
         add_checked(fns, "plain", lambda a=a, b=b, out=out, d=d_full: dispatch.run(
             a, b, out, d, beta=1.0, precision=precision or "half", force=dispatch.PLAIN),
             out, ref, f"{spec} plain", bound)

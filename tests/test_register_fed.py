@@ -100,18 +100,21 @@ def test_tf32_batches_plan_the_register_fed_launch(monkeypatch):
 
 
 def test_batched_launch_refuses_what_3d_tma_cannot_read():
-    """supports_batched: nn and tt fp32 batches only (not nt, 16-bit, 2-D, nor the
-    interpreter or a CPU); no broadcast (zero-stride) batch, no rows off 16 bytes."""
+    """supports_batched: fp32 batches in the nn, tt and nt layouts, 16-bit ones in nt only
+    (not tn, 2-D, nor the interpreter or a CPU); no broadcast (zero-stride) batch, no rows
+    off 16 bytes."""
     a, b = _batch(2, 64, 64, 64, "nn", empty=True)
     assert not register_fed.supports_batched(a, b, torch.empty(2, 64, 64))  # not on a GPU
     if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
         return  # the interpreter, or not Hopper
     out = randn(2, 64, 64)
-    for layout in ("nn", "tt"):
+    for layout in ("nn", "tt", "nt"):
         assert register_fed.supports_batched(*_batch(2, 64, 64, 64, layout), out)
-    assert not register_fed.supports_batched(*_batch(2, 64, 64, 64, "nt"), out)
+    assert not register_fed.supports_batched(*_batch(2, 64, 64, 64, "tn"), out)
     a, b = _batch(2, 64, 64, 64, "nn")
     assert not register_fed.supports_batched(a.half(), b.half(), out.half())
+    a, b = _batch(2, 64, 64, 64, "nt")
+    assert register_fed.supports_batched(a.half(), b.half(), out.half())
     assert not register_fed.supports_batched(a, b[:1].expand(2, 64, 64), out)
     a, b = _batch(2, 64, 63, 64, "nn")  # B's rows of 63 fp32: 252 bytes
     assert not register_fed.supports_batched(a, b, randn(2, 64, 63))
@@ -339,23 +342,31 @@ def test_register_fed_calls_replay_through_the_launch_cache(layout):
 
 
 @gpu_only
-@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("layout,dtype", [("nn", torch.float32), ("tt", torch.float32),
+                                          ("nt", torch.float32), ("nt", torch.float16),
+                                          ("nt", torch.bfloat16)],
+                         ids=["nn", "tt", "nt", "fp16-nt", "bf16-nt"])
 @pytest.mark.parametrize("batch,m,n,k", [(3, 300, 272, 1000), (2, 256, 512, 96),
                                          (5, 132, 1000, 40), (32, 1000, 1000, 1000),
                                          (4, 1024, 1024, 2048)])
-def test_batched_launch_computes_each_product(layout, batch, m, n, k):
+def test_batched_launch_computes_each_product(layout, dtype, batch, m, n, k):
     """register_fed.bmm on fresh N(0, 1) batches, NaN-poisoned output: tiles ragged at
     every product's edges (3-D TMA clips each box inside its product: no rows of the next
-    one read or written), K past the last 32-deep step and an odd count of them, several
-    products per program (32 x 1000^3 on 132 SMs)."""
+    one read or written), K past the last K step and an odd count of them, several
+    products per program (32 x 1000^3 on 132 SMs); nt (both operands from shared memory)
+    at tf32 and 16 bits too."""
     if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
         pytest.skip("the register-fed kernel needs Hopper (sm_90)")
     a, b = _batch(batch, m, n, k, layout)
-    out = torch.full((batch, m, n), float("nan"), device=DEVICE)
+    a, b = a.to(dtype), b.to(dtype)
+    out = torch.full((batch, m, n), float("nan"), device=DEVICE, dtype=dtype)
     assert register_fed.supports_batched(a, b, out)
     register_fed.bmm(a, b, out, torch.cuda.get_device_properties(0).multi_processor_count)
-    assert last_config() == "rfb" + RF_NAME[2:]
-    assert_close(out, a.double() @ b.double(), torch.float32, "tf32",
+    bk = register_fed.BK * 4 // a.element_size()
+    prefix = "gsb" if layout == "nt" else "rfb"
+    assert last_config() == f"{prefix}_{register_fed.BP}x{register_fed.BQ}x{bk}"
+    precision = "tf32" if dtype == torch.float32 else None
+    assert_close(out, a.double() @ b.double(), dtype, precision,
                  f"{layout} {batch} x {m}x{n}x{k}", operands=(a[-1], b[-1]))
 
 

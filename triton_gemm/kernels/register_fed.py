@@ -538,16 +538,17 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
 
 
 def supports_batched(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether a batch of products, fp32 (batch, M, K) a and (batch, K, N) b in the nn or
-    tt layout (one operand MN-major: the register-fed ones) and a row-major (batch, M, N)
-    fp32 out, runs on bmm: on a Hopper GPU, outside the interpreter, each operand as 3-D
-    TMA takes it (batched._tma_ok: no broadcast batch)."""
-    if INTERPRETER or not a.dtype == b.dtype == out.dtype == torch.float32:
+    """Whether a batch of products, (batch, M, K) a and (batch, K, N) b, fp32 in the nn,
+    tt or nt layout or fp16 / bf16 in the nt layout (as supports()), and a row-major
+    (batch, M, N) out of their dtype, runs on bmm: on a Hopper GPU, outside the
+    interpreter, each operand as 3-D TMA takes it (batched._tma_ok: no broadcast batch)."""
+    if INTERPRETER or not (a.dtype == b.dtype == out.dtype and a.dtype in _GL_DTYPES):
         return False
     if a.dim() != 3 or b.dim() != 3 or out.dim() != 3 or not hopper(a.device):
         return False
     ops = _operands(a, b)
-    return (ops is not None and not ops[3] and min(a.shape + b.shape) > 0
+    return (ops is not None and (a.dtype == torch.float32 or ops[3])
+            and min(a.shape + b.shape) > 0
             and all(_batched_tma_ok(t, 2) for t in (ops[0], ops[1], out)))
 
 
@@ -639,10 +640,12 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
 
 def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int) -> torch.Tensor:
     """out = a @ b, product by product (fp32 operands in tf32), for operands
-    supports_batched() accepts, in one persistent launch of one-CTA programs (the grid as
+    supports_batched() accepts (dispatch sends tf32 nn and tt batches; nt ones, and 16-bit,
+    which read both operands from shared memory, only perf/batched_probe.py), in one persistent launch of one-CTA programs (the grid as
     kernels/batched.py's). Returns out."""
     x, y, out_t, x_smem = _operands(a, b)
-    return _launch(a, b, out, sms, x, y, out_t, x_smem, x.shape[2], y.shape[1], 1)
+    return _launch(a, b, out, sms, x, y, out_t, x_smem, x.shape[1 if x_smem else 2],
+                   y.shape[1], 1)
 
 
 def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool, elem: int = 4) -> dict:
