@@ -82,7 +82,8 @@ def _batch(batch, m, n, k, layout, empty=False):
 def test_tf32_batches_plan_the_register_fed_launch(monkeypatch):
     """Batches of tf32 nn and tt products: the batched plan with its K-major copy behind
     the register-fed launch (REGISTER_FED_BATCHED); nt (both K-major, read as given) and
-    tn (both staged) keep the batched kernel alone, as does the switch off."""
+    tn (both staged) keep the batched kernel alone, as does the switch off; rows off ALIGN
+    (padded copies behind) nn and nt take the launch."""
     shapes = dict(batch=8, m=1024, n=1024, k=1024)
     plans = {layout: dispatch.plan(*_batch(**shapes, layout=layout, empty=True), "tf32", SMS,
                                    True)
@@ -92,8 +93,11 @@ def test_tf32_batches_plan_the_register_fed_launch(monkeypatch):
     assert plans["nt"] == dispatch.Plan(False, False, False, batched=True)
     assert plans["tn"] == dispatch.Plan(False, True, True, batched=True)
     # Rows off ALIGN (1000 fp32): the copies behind pad, the launch reads them as given.
-    padded = dispatch.plan(*_batch(32, 1000, 1000, 1000, "nn", empty=True), "tf32", SMS, True)
-    assert padded == dispatch.Plan(True, True, True, batched=True, register_fed=True)
+    # and so nt where they would pad.
+    for layout in ("nn", "nt"):
+        padded = dispatch.plan(*_batch(32, 1000, 1000, 1000, layout, empty=True), "tf32",
+                               SMS, True)
+        assert padded == dispatch.Plan(True, True, True, batched=True, register_fed=True)
     monkeypatch.setattr(dispatch, "REGISTER_FED_BATCHED", False)
     nn = dispatch.plan(*_batch(**shapes, layout="nn", empty=True), "tf32", SMS, True)
     assert nn == dispatch.Plan(False, False, True, batched=True)
@@ -403,3 +407,17 @@ def test_bmm_runs_tf32_nn_and_tt_batches_register_fed(layout):
                  f"{layout} broadcast B", operands=(a[0], b[0]))
     if launch_cache.ENABLED:
         assert launch_cache.stats["replayed"] > 0
+
+
+@gpu_only
+def test_bmm_runs_tf32_nt_batches_with_rows_off_align_register_fed():
+    """tf32 nt batches whose rows (1000 fp32) would have both operands copied and padded:
+    the batched launch reads them as given (both from shared memory), matching float64."""
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    a, b = _batch(4, 1000, 1000, 1000, "nt")
+    out = torch.full((4, 1000, 1000), float("nan"), device=DEVICE)
+    triton_gemm.bmm(a, b, precision="tf32", out=out)
+    assert last_config() == f"gsb_{register_fed.BP}x{register_fed.BQ}x{register_fed.BK}"
+    assert_close(out, a.double() @ b.double(), torch.float32, "tf32", "nt 4 x 1000^3",
+                 operands=(a[0], b[0]))

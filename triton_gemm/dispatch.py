@@ -336,6 +336,14 @@ BATCHED_MIN_MN = 128
 # (228.3); 32 x 2048x2048x128 nn 260.5 / 274.4 (229.4); 8 x 1024^3 56.2 / 87.4 (67.8);
 # 4 x 4096^3 1601.2 / 1657.8 (1750.3). Smaller products (under STAGE_MIN_MNK) stay on the
 # plain kernel as before (16 x 1024x1024x64 nn: 45.9, cuBLAS 34.3; not tried here).
+# nt batches (both operands K-major, read by wgmma from shared memory) keep the batched
+# kernel as given, ahead of the register-fed launch (same probe, batched kernel /
+# register-fed (cuBLAS)): tf32 8 x 2048^3 383.6 / 395.5 (413.6), 32 x 2048x2048x128 250.4
+# / 261.8 (230.4), 8 x 4096x4096x128 233.3 / 242.2 (219.1), 16 x 2048x384x2048 194.8 /
+# 199.5 (186.6); fp16 32 x 1000^3 148.2 / 163.5 (124.1), 8 x 2048^3 198.8 / 206.7 (199.7),
+# 16 x 2048x384x2048 86.5 / 102.8 (80.4). But where rows off ALIGN would have both
+# copied and padded: tf32 32 x 1000^3 nt 410.8 with the copies / 213.9 register-fed
+# (218.4).
 REGISTER_FED_BATCHED = True
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
@@ -575,10 +583,12 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         # K-major copies are padded anyway.
         as_given = not (a_k_major or b_k_major) and _batched.reads(a, b, precision)
         # tf32 with one operand MN-major, read as given (even where the copies behind
-        # it pad: TMA needs only 16-byte strides, run() checks): see REGISTER_FED_BATCHED.
+        # it pad: TMA needs only 16-byte strides, run() checks), and nt where the copies
+        # would pad: see REGISTER_FED_BATCHED.
         nn = sa[2] == 1 and sb[2] == 1 and sb[1] != 1
         tt = sa[1] == 1 and sa[2] != 1 and sb[1] == 1
-        fed = REGISTER_FED_BATCHED and precision == "tf32" and (nn or tt)
+        nt = sa[2] == 1 and sb[1] == 1 and sb[2] != 1
+        fed = REGISTER_FED_BATCHED and precision == "tf32" and (nn or tt or nt and pad)
         return Plan(pad and not as_given, a_k_major, b_k_major, batched=True,
                     register_fed=fed)
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
