@@ -100,7 +100,8 @@ def main(argv=None) -> int:
             lambda a=a, b=b, d=d, out=out: triton_gemm.baddbmm(d, a, b, precision=precision,
                                                                 out=out)),
             out, ref, f"{spec} library", bound)
-        print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
+        library_config = triton_gemm.last_config()
+        print(f"{spec}: the library runs {library_config}", flush=True)
         planned = dispatch.plan(a, b, precision or "half", sms)
         if planned.register_fed:  # beside it, the plan's K-major copy (batched kernel)
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
                 bound)
         out = torch.empty(ref.shape, device="cuda", dtype=dtype)
         if (d is None and register_fed.supports_batched(a, b, out)
-                and not triton_gemm.last_config().startswith(("rfb", "gsb"))):
+                and not library_config.startswith(("rfb", "gsb"))):
             # kernels/register_fed.py's batched launch where the library does not run it
             add_checked(fns, "register-fed", lambda a=a, b=b, out=out: register_fed.bmm(
                 a, b, out, sms), out, ref, f"{spec} register-fed", bound)

@@ -343,7 +343,8 @@ BATCHED_MIN_MN = 128
 # 199.5 (186.6); fp16 32 x 1000^3 148.2 / 163.5 (124.1), 8 x 2048^3 198.8 / 206.7 (199.7),
 # 16 x 2048x384x2048 86.5 / 102.8 (80.4). But where rows off ALIGN would have both
 # copied and padded: tf32 32 x 1000^3 nt 410.8 with the copies / 213.9 register-fed
-# (218.4).
+# (218.4); a run after: 413.3 / 213.0 (215.9), the batched kernel on them as given 238.9
+# (128x256) and 258.7 (128x128).
 REGISTER_FED_BATCHED = True
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
