@@ -6,9 +6,7 @@ come from registers in any layout. So the MN-major operand X, stored (K, P) P-co
 (nn: B, P = N; tt: A^T, P = M), is that first operand, loaded from shared memory into
 registers; the K-major one Y, stored (Q, K) K-contiguous (nn: A, Q = M; tt: B^T, Q = N),
 is read by wgmma from shared memory. The accumulator is X^T Y^T: C^T for nn (stored
-transposed), C for tt. bmm runs batches of such products in one persistent launch, its
-descriptors 3-D (product, rows, columns) with boxes one product deep, so TMA clips every
-box inside its product (dispatch.REGISTER_FED_BATCHED has its figures). A warp of its own issues both tiles' TMA loads into a ring of
+transposed), C for tt. A warp of its own issues both tiles' TMA loads into a ring of
 STAGES slots (warp specialisation); the two wgmma warpgroups never stop for them, and
 hand each finished tile to TMA through shared memory (_store_tile). From CLUSTER_MIN_MNK
 on, CTAs run in clusters of two that share Y's tiles (TMA multicast). nt (both operands
@@ -34,6 +32,11 @@ against 395.0 us at 4096^3 (perf/transpose_probe.py, H200, one run, before the T
 Written in Gluon (triton's explicit-layout dialect): triton's tl.dot on an N-major fp32
 operand re-lays it in shared memory (686-888 us at 4096^3), and its pipeliner has its own
 register-operand hazard (triton-lang/triton#9433). Hopper only; no interpreter.
+
+bmm runs batches of products in one persistent launch (no clusters), its descriptors 3-D
+(product, rows, columns) with boxes one product deep, so TMA clips every box inside its
+product; the ring keeps its 2-D layout, seen as a box at each copy (_load, _store). tf32
+nn and tt batches go there (dispatch.REGISTER_FED_BATCHED has the figures).
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.runtime.jit import constexpr_function
 
-from .common import INTERPRETER, cdiv, hopper, record, run_kernel
 from .batched import _tma_ok as _batched_tma_ok
+from .common import INTERPRETER, cdiv, hopper, record, run_kernel
 from .persistent import _tma_ok, programs, tile_origin
 
 # The tile: BP accumulator rows from X (two warpgroups of 64), BQ columns from Y, BK deep,
@@ -479,10 +482,11 @@ def _register_fed_kernel(
     (launched in clusters of CTAS, LOADER_WARPS 4) cluster i walks groups of CTAS tiles
     so. BATCHED (CTAS 1): BATCH products, each descriptor 3-D (product, rows, columns) with
     boxes one product deep; the products' tiles are walked one product after another."""
+    x_layout: gl.constexpr = _ring_layout(x_desc)
     if X_SMEM:
-        x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BP, BK], _ring_layout(x_desc))
+        x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BP, BK], x_layout)
     else:
-        x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BK, BP], _ring_layout(x_desc))
+        x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BK, BP], x_layout)
     y_ring = gl.allocate_shared_memory(y_desc.dtype, [STAGES, BQ, BK], _ring_layout(y_desc))
     # Two buffers of one epilogue chunk (_store_tile): one fills while TMA reads the other.
     if OUT_T:
@@ -640,9 +644,10 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
 
 def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int) -> torch.Tensor:
     """out = a @ b, product by product (fp32 operands in tf32), for operands
-    supports_batched() accepts (dispatch sends tf32 nn and tt batches; nt ones, and 16-bit,
-    which read both operands from shared memory, only perf/batched_probe.py), in one persistent launch of one-CTA programs (the grid as
-    kernels/batched.py's). Returns out."""
+    supports_batched() accepts, in one persistent launch of one-CTA programs (the grid as
+    kernels/batched.py's). dispatch sends it tf32 nn and tt batches, and nt ones whose
+    copies would pad; other nt ones (both operands read from shared memory) and 16-bit
+    ones only perf/batched_probe.py. Returns out."""
     x, y, out_t, x_smem = _operands(a, b)
     return _launch(a, b, out, sms, x, y, out_t, x_smem, x.shape[1 if x_smem else 2],
                    y.shape[1], 1)
