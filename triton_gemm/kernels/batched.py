@@ -40,6 +40,10 @@ from .persistent import TMA_ALIGN_BYTES, programs, tile_origin
 # 32 x 1000^3 156.6 / 204.1 (127.9); 32 x 2048x128x2048 (N = 128: half of a 256-wide tile
 # idle) 134.9 / 110.0 (113.8); bf16 as fp16 within 1%.
 # tf32 32 x 2048x2048x128 nt 267.6 / 249.9 (230.1), 8 x 2048^3 nt 384.3 / 418.7 (423.6).
+# tf32 over a short K on the narrow tile with C in halves / in halves and 5 stages / as
+# is (forty-eighth session, same probe, us): 32 x 2048x2048x128 nt 247.8 / 259.6 / 251.0
+# (229.4), 8 x 4096x4096x128 nt 233.8 / 223.6 / 235.0 (218.0), 16 x 1024x1024x64 nt 30.4 /
+# 29.7 / 31.8 (32.0); 128x64 tiles 256.6-309.4, 8 warps 250.2: one run, not yet taken.
 # Where 256-wide tiles cover more columns than 128-wide ones (an odd count of those) the
 # narrow tile won: fp16 16 x 2048x384x2048 102.6 / 95.2 (79.7), 16 x 2048x640x2048 147.4 /
 # 139.4 (127.3), 64 x 512x384x64 nt 16.8 / 14.1 (14.9).
