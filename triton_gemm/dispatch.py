@@ -586,10 +586,9 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         # tf32 with one operand MN-major, read as given (even where the copies behind
         # it pad: TMA needs only 16-byte strides, run() checks), and nt where the copies
         # would pad: see REGISTER_FED_BATCHED.
-        nn = sa[2] == 1 and sb[2] == 1 and sb[1] != 1
-        tt = sa[1] == 1 and sa[2] != 1 and sb[1] == 1
-        nt = sa[2] == 1 and sb[1] == 1 and sb[2] != 1
-        fed = REGISTER_FED_BATCHED and precision == "tf32" and (nn or tt or nt and pad)
+        fed_layout = _register_fed._operands(a, b)  # (..., X_SMEM: nt) or None
+        fed = (REGISTER_FED_BATCHED and precision == "tf32" and fed_layout is not None
+               and (pad or not fed_layout[3]))
         return Plan(pad and not as_given, a_k_major, b_k_major, batched=True,
                     register_fed=fed)
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
