@@ -102,11 +102,12 @@ def main(argv=None) -> int:
             out, ref, f"{spec} library", bound)
         library_config = triton_gemm.last_config()
         print(f"{spec}: the library runs {library_config}", flush=True)
-        planned = dispatch.plan(a, b, precision or "half", sms)
+        resolved = precision or "half"  # dispatch's name for the operands' precision
+        planned = dispatch.plan(a, b, resolved, sms)
         if planned.register_fed:  # beside it, the plan's K-major copy (batched kernel)
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)
             add_checked(fns, "library copy", lambda a=a, b=b, out=out, d=d_full: dispatch.run(
-                a, b, out, d, beta=1.0, precision=precision,
+                a, b, out, d, beta=1.0, precision=resolved,
                 force=planned._replace(register_fed=False)), out, ref, f"{spec} library copy",
                 bound)
         out = torch.empty(ref.shape, device="cuda", dtype=dtype)
@@ -117,7 +118,7 @@ def main(argv=None) -> int:
                 a, b, out, sms), out, ref, f"{spec} register-fed", bound)
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)
         add_checked(fns, "plain", lambda a=a, b=b, out=out, d=d_full: dispatch.run(
-            a, b, out, d, beta=1.0, precision=precision or "half", force=dispatch.PLAIN),
+            a, b, out, d, beta=1.0, precision=resolved, force=dispatch.PLAIN),
             out, ref, f"{spec} plain", bound)
         for tile_spec in tiles:
             tile = tuple(int(v) for v in tile_spec.split(","))
