@@ -507,3 +507,36 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def pingpong_report(a_t: bool = False, b_t: bool = True, dtype: str = "fp16",
+                    batched: bool = False, tile=None, arch: str = "sm_90a") -> dict:
+    """kernels/pingpong.py compiled for arch (A stored M-major with a_t, B K-major with b_t;
+    batched: 3-D descriptors; tile: (BM, BN, BK, STAGES, CHUNKS), default pingpong.TILE): shared
+    memory, ptxas's registers, spills and warnings under the kernel's register cap, and its
+    tensor-core opcodes."""
+    from triton.experimental.gluon import language as gl
+    from triton_gemm.kernels import pingpong as pp
+    bm, bn, bk, stages, chunks = tile or pp.TILE
+    gl_dtype = {"fp16": gl.float16, "bf16": gl.bfloat16}[dtype]
+
+    def desc(block):
+        block = [1] * batched + block
+        layout = gl.NVMMASharedLayout.get_default_for(block, gl_dtype)
+        return f"tensordesc<{dtype}[{', '.join(map(str, block))}],{layout!r}>"
+    signature = {"a_desc": desc([bk, bm] if a_t else [bm, bk]),
+                 "b_desc": desc([bn, bk] if b_t else [bk, bn]),
+                 "c_desc": desc([bm, bn // chunks]), "M": "i32", "N": "i32", "K": "i32",
+                 "BATCH": "i32"}
+    constexprs = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP_M": pp.GROUP_M,
+                  "A_T": a_t, "B_T": b_t, "BATCHED": batched, "LOADER_REGS": pp.LOADER_REGS,
+                  "MMA_REGS": pp.MMA_REGS}
+    kernel = compile_gluon(pp._pingpong_kernel, signature, constexprs,
+                           {"num_warps": pp.WARPS, "maxnreg": pp.MAX_REGISTERS}, arch)
+    with tempfile.TemporaryDirectory() as tmp:
+        sass = sass_text(kernel.asm["cubin"], Path(tmp))
+        report = ptxas_report(kernel.asm["ptx"], Path(tmp), arch, pp.MAX_REGISTERS)
+    return {"shared": kernel.metadata.shared, **report,
+            "mma": " ".join(sorted(set(re.findall(r"\b[HI]G?MMA\.[\w.]+", sass)))),
+            "setmaxnreg": sorted(set(re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)",
+                                                kernel.asm["ptx"])))}

@@ -709,6 +709,8 @@ def config_name(config: triton.Config, family: str) -> str:
         prefix = ("gs" if kw.get("X_SMEM") else "rf") + ("b" if kw.get("PRODUCTS") else "")
         cluster = f"_c{kw['CTAS']}" if kw.get("CTAS", 1) > 1 else ""
         return f"{prefix}_{kw['BM']}x{kw['BN']}x{kw['BK']}{cluster}"
+    if kw.get("PINGPONG"):  # kernels/pingpong.py: its tile, a warpgroup's; "ppb": a batch
+        return f"pp{'b' if kw.get('PRODUCTS') else ''}_{kw['BM']}x{kw['BN']}x{kw['BK']}"
     if kw.get("SIMT_TMA"):  # kernels/simt_tma.py: one fixed tile (its K-major A path: "stk_",
         # its K slices after "_s")
         if kw.get("A_K_MAJOR"):

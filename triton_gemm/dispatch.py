@@ -96,6 +96,7 @@ from .kernels import batched as _batched
 from .kernels import gemv as _gemv
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
+from .kernels import pingpong as _pingpong
 from .kernels import register_fed as _register_fed
 from .kernels import simt_tma as _simt_tma
 from .kernels import sliced as _sliced
@@ -346,6 +347,24 @@ BATCHED_MIN_MN = 128
 # (218.4); a run after: 413.3 / 213.0 (215.9), the batched kernel on them as given 238.9
 # (128x256) and 258.7 (128x128).
 REGISTER_FED_BATCHED = True
+# 16-bit products over a K of PINGPONG_MIN_K..PINGPONG_MAX_K with at least
+# PINGPONG_MIN_TILES_PER_SM 128x128 tiles an SM, every row on 128 bytes, run on
+# kernels/pingpong.py (two wgmma warpgroups taking turns: each tile's epilogue behind the
+# other's K loop) where run() finds a plain product (no epilogue). perf/pingpong_probe.py,
+# H100, fp16, CUDA-graph time after the L2 flush, three interleaved rounds, us, ping-pong /
+# the library before (cuBLAS): 4096x4096x1024 nt 52.2 / 54.4 (54.2); 2048x2048x1024 nn
+# 18.5 / 18.8 (18.4); 16 x 1024x1024x512 nn 33.3 / 35.9 (34.2); 64 x 512^3 nn 37.9 / 40.5
+# (39.3); 32 x 1024^3 nn 108.0 / 115.4 (108.3), nt 107.5 / 115.8 (108.5); 8 x 2048x2048x1024
+# nn 101.1 / 107.1 (104.0). Over a longer K its 128x128 tiles read more of L2 per product
+# than the 128x256 ones and lose: 8 x 2048^3 nn 201.0 / 200.3 (199.1), 16 x 2048x384x2048 nn
+# 85.9 / 86.0 (79.5), 2048x4096x4096 nt 95.8 / 95.1 (93.2), 4096^3 nt 200.6 / 190.4 (192.7),
+# 4 x 4096^3 nt 848.2 / 813.9 (835.7). Rows off 128 bytes (1000 fp16) lose at any K: 32 x
+# 1000^3 nn 220.9 / 156.4 (127.9), 32 x 1024x1024x1000 nn (A's rows 2000 bytes) 137.9 /
+# 118.6 (109.9).
+PINGPONG = True
+PINGPONG_MIN_K = 512
+PINGPONG_MAX_K = 1024
+PINGPONG_MIN_TILES_PER_SM = 2
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
 # cuBLAS 176 us (memory floor ~157 us), reading B once but computing 8x the rows.
@@ -488,6 +507,8 @@ class Plan(NamedTuple):
                              # (SMALL_WAVE)
     batched: bool = False  # a batch of products on kernels/batched.py (BATCHED), where it
                            # can take the call; else the plain kernel
+    pingpong: bool = False  # 16-bit: kernels/pingpong.py (PINGPONG), where run() finds it
+                            # can take the call; else the rest of the plan
 
     @property
     def copies(self) -> bool:
@@ -517,6 +538,16 @@ def _tma_rows(t: torch.Tensor, contiguous_dim: int) -> bool:
     and base address 16-byte aligned: what TMA needs, even where ALIGN elements fail."""
     strides = t.stride()
     return strides[contiguous_dim] == 1 and _persistent._tma_ok(t, strides[3 - contiguous_dim])
+
+
+def _pingpong_fits(a: torch.Tensor, b: torch.Tensor, sms: int) -> bool:
+    """A (B, M, K) a and (B, K, N) b that kernels/pingpong.py runs faster: see PINGPONG."""
+    batch, m, k = a.shape
+    n = b.shape[2]
+    tiles = batch * -(-m // _pingpong.TILE[0]) * -(-n // _pingpong.TILE[1])
+    return (PINGPONG and PINGPONG_MIN_K <= k <= PINGPONG_MAX_K
+            and tiles >= PINGPONG_MIN_TILES_PER_SM * sms
+            and _pingpong.rows_aligned(a) and _pingpong.rows_aligned(b))
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None,
@@ -590,7 +621,8 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         fed = (REGISTER_FED_BATCHED and precision == "tf32" and fed_layout is not None
                and (pad or not fed_layout[3]))
         return Plan(pad and not as_given, a_k_major, b_k_major, batched=True,
-                    register_fed=fed)
+                    register_fed=fed,
+                    pingpong=precision == "half" and _pingpong_fits(a, b, sms))
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
@@ -640,6 +672,9 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         # One operand MN-major, the other K-major: see REGISTER_FED. The copy stays in the
         # plan for the calls the kernel does not take (an epilogue, unaligned rows).
         return Plan(False, a_k_major, b_k_major, persistent=True, register_fed=True)
+    if (precision == "half" and persistent and not pad and direct is None and not mid
+            and _pingpong_fits(a, b, sms)):
+        return Plan(False, False, False, persistent=True, pingpong=True)
     if (WIDE and precision == "half" and persistent and not pad and direct is None
             and not mid and core is None and wave_rows is None and _wide_fills(m, n, sms)):
         return Plan(False, False, False, persistent=True, wide=True)
@@ -1034,6 +1069,13 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
                 _split_fed_run(a[0], b[0], out[0], d2, alpha=alpha, beta=beta)
                 return out
         p = p._replace(register_fed=False)
+    if p.pingpong:
+        operands = (a[0], b[0], out[0]) if a.shape[0] == 1 else (a, b, out)
+        if (d is None and alpha == 1 and activation == 0 and _pingpong.supports(*operands)
+                and all(_pingpong.rows_aligned(t) for t in (a, b, out))):
+            _pingpong.matmul(*operands, _persistent.gpu_sms(a.device)[0])
+            return out
+        p = p._replace(pingpong=False)
     lo = None
     if p.split_tf32 and (precision != "tf32x3" or a.dtype != torch.float32):
         raise ValueError(f"a split_tf32 plan runs float32 operands at precision 'tf32x3', "

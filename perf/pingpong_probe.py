@@ -1,0 +1,74 @@
+"""Probe: kernels/pingpong.py (two wgmma warpgroups taking turns, each tile's epilogue
+behind the other's K loop) beside cuBLAS and the library, fp16 / bf16, in interleaved
+rounds of CUDA-graph time after the L2 flush; each kernel timed only once it matches
+float64 on a NaN-poisoned output.
+
+    python perf/pingpong_probe.py --case 32,1000,1000,1000,nn [--case ...]
+        [--tiles BM,BN,BK,STAGES,CHUNKS ...] [--dtype fp16|bf16] [--rounds 3]
+
+A case is BATCH,M,N,K[,LAYOUT]: BATCH 1 runs 2-D operands (mm), more a batch (bmm); LAYOUT
+nn (default), nt, tn or tt as the report's (t: the operand is the transpose of a
+row-major tensor). GPU (Hopper) only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import triton_gemm  # noqa: E402
+from perf import bench  # noqa: E402
+from perf.batched_probe import operands  # noqa: E402
+from perf.simt_gluon_probe import add_checked, time_and_print  # noqa: E402
+from triton_gemm.kernels import pingpong  # noqa: E402
+from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
+from triton_gemm.tolerances import tolerance  # noqa: E402
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+TILES = ("128,128,64,5,8", "128,128,64,5,4", "128,128,64,4,2", "128,128,64,4,8")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", action="append", required=True, metavar="B,M,N,K[,LAYOUT]")
+    parser.add_argument("--tiles", nargs="*", default=TILES, metavar="BM,BN,BK,STAGES,CHUNKS")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
+    args = parser.parse_args(argv)
+    dtype = DTYPES[args.dtype]
+    sms = gpu_sms(torch.device("cuda"))[0]
+    for spec in args.case:
+        a, b = operands(spec, dtype)
+        if a.shape[0] == 1:  # 2-D: mm
+            a, b = a[0], b[0]
+        ref = a.double() @ b.double()
+        bound = tolerance(dtype, None)
+        fns = {"cublas": lambda a=a, b=b: a @ b}
+        out = torch.empty(ref.shape, device="cuda", dtype=dtype)
+        add_checked(fns, "library", lambda a=a, b=b, out=out: triton_gemm.matmul(a, b, out=out),
+                    out, ref, f"{spec} library", bound)
+        print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
+        for tile_spec in args.tiles:
+            tile = tuple(int(v) for v in tile_spec.split(","))
+            out = torch.empty(ref.shape, device="cuda", dtype=dtype)
+            if not pingpong.supports(a, b, out):
+                print(f"{spec}: pingpong does not take these operands")
+                break
+            add_checked(fns, f"pp {tile_spec}",
+                        lambda a=a, b=b, out=out, tile=tile: pingpong.matmul(a, b, out, sms,
+                                                                              tile),
+                        out, ref, f"{spec} pp {tile_spec}", bound)
+        flops = 2 * ref.numel() * a.shape[-1]
+        time_and_print(f"graph {spec}", fns, bench.cold_graph_ms, args.rounds, flops)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

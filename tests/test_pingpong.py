@@ -1,0 +1,213 @@
+"""kernels/pingpong.py: 16-bit products on two wgmma warpgroups taking turns. Where dispatch
+sends them (CPU), what the kernel compiles to (offline sm_90a, no GPU), and the products
+themselves (GPU)."""
+
+import pytest
+import torch
+
+from conftest import DEVICE, gpu_only, offline_build, randn, requires_kernels
+import triton_gemm
+from triton_gemm import configs, dispatch, last_config
+from triton_gemm.kernels import pingpong
+from triton_gemm.tolerances import assert_close
+
+SMS = 132
+BM, BN, BK = pingpong.TILE[:3]
+
+
+def _batch(batch, m, n, k, layout, dtype=torch.float16, empty=False):
+    """(batch, M, K) A and (batch, K, N) B in the nn, nt, tn or tt layout (t: the operand
+    the transpose of a row-major tensor): N(0, 1) on the suite's device, or with empty
+    meta-free empty CPU tensors (plans read no data)."""
+    if empty:
+        def make(*shape):
+            return torch.empty(*shape, dtype=dtype)
+    else:
+        def make(*shape):
+            return randn(*shape, dtype=dtype)
+    a = make(batch, k, m).mT if layout[0] == "t" else make(batch, m, k)
+    b = make(batch, n, k).mT if layout[1] == "t" else make(batch, k, n)
+    return a, b
+
+
+def _plan(batch, m, n, k, layout, dtype=torch.float16, precision="half"):
+    return dispatch.plan(*_batch(batch, m, n, k, layout, dtype, empty=True), precision, SMS)
+
+
+@pytest.mark.parametrize("case", [(1, 4096, 4096, 1024, "nt"), (1, 8192, 4096, 512, "nn"),
+                                  (1, 4096, 8192, 1024, "tn"), (16, 1024, 1024, 512, "nn"),
+                                  (32, 1024, 1024, 1024, "nt"), (64, 512, 512, 512, "tt"),
+                                  (8, 2048, 2048, 1024, "nn")])
+def test_short_k_16_bit_products_with_many_tiles_plan_the_ping_pong_kernel(case):
+    """The measured window (dispatch.PINGPONG): K 512..1024, two 128x128 tiles an SM and
+    more, rows on 128 bytes; batches keep the batched kernel behind it (for an epilogue),
+    single products the persistent kernel."""
+    p = _plan(*case)
+    assert p.pingpong, p
+    assert p.batched == (case[0] > 1) and p.persistent == (case[0] == 1), p
+    assert not p.copies, p
+
+
+@pytest.mark.parametrize("case,why", [
+    ((1, 4096, 4096, 2048, "nt"), "K past PINGPONG_MAX_K"),
+    ((8, 2048, 2048, 2048, "nn"), "K past PINGPONG_MAX_K"),
+    ((32, 2048, 2048, 128, "nt"), "K under PINGPONG_MIN_K"),
+    ((1, 2048, 2048, 1024, "nn"), "256 tiles, under two an SM"),
+    ((32, 1000, 1000, 1000, "nn"), "rows of 2000 bytes"),
+    ((32, 1024, 1024, 1000, "nn"), "A's rows of 2000 bytes"),
+    ((8, 1000, 1024, 1024, "tn"), "A M-major, its rows of 2000 bytes"),
+])
+def test_products_outside_the_window_keep_their_plans(case, why):
+    assert not _plan(*case).pingpong, why
+
+
+def test_fp32_precisions_and_the_switch_off_never_plan_it(monkeypatch):
+    for precision in ("tf32", "tf32x3", "ieee"):
+        p = _plan(16, 1024, 1024, 512, "nn", torch.float32, precision)
+        assert not p.pingpong, (precision, p)
+    monkeypatch.setattr(dispatch, "PINGPONG", False)
+    assert not _plan(16, 1024, 1024, 512, "nn").pingpong
+    assert not _plan(1, 4096, 4096, 1024, "nt").pingpong
+
+
+def test_rows_aligned_looks_at_every_stride_but_the_unit_one():
+    assert pingpong.rows_aligned(torch.empty(4, 128, 64, dtype=torch.float16))
+    assert pingpong.rows_aligned(torch.empty(4, 64, 128, dtype=torch.float16).mT)
+    assert not pingpong.rows_aligned(torch.empty(4, 128, 1000, dtype=torch.float16))
+    assert not pingpong.rows_aligned(torch.empty(4, 128, 1000, dtype=torch.float16).mT)
+    # A batch of one: its stride does not matter; a batch stride off 128 bytes does.
+    assert pingpong.rows_aligned(torch.empty(1, 100, 64, dtype=torch.float16))
+    flat = torch.empty(20000, dtype=torch.float16)
+    assert not pingpong.rows_aligned(flat.as_strided((4, 64, 64), (4100, 64, 1)))
+
+
+def test_supports_refuses_cpu_operands_fp32_and_matrix_vector():
+    a, b = _batch(2, 128, 128, 128, "nn", empty=True)
+    assert not pingpong.supports(a, b, torch.empty(2, 128, 128, dtype=torch.float16))
+    a32, b32 = a.float(), b.float()
+    assert not pingpong.supports(a32, b32, torch.empty(2, 128, 128))
+    assert not pingpong.supports(a[0], b[0, :, 0], torch.empty(128, dtype=torch.float16))
+
+
+def test_config_names_say_ping_pong_and_batch():
+    import triton
+    single = triton.Config({"PINGPONG": True, "BM": 128, "BN": 128, "BK": 64,
+                            "PRODUCTS": False}, num_warps=8, num_stages=5)
+    batch = triton.Config({**single.kwargs, "PRODUCTS": True}, num_warps=8, num_stages=5)
+    assert configs.config_name(single, "half") == "pp_128x128x64"
+    assert configs.config_name(batch, "half") == "ppb_128x128x64"
+
+
+_COMPILE = """
+import json, sys
+sys.path.insert(0, '.')
+from perf import sass_audit
+print(json.dumps([sass_audit.pingpong_report(a_t, b_t, dtype, batched)
+                  for a_t, b_t, dtype, batched in json.loads(sys.argv[1])]))
+"""
+
+
+def test_the_kernel_compiles_for_every_layout_without_spills():
+    """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off): every
+    operand layout, single and batched, issues 64x128 fp16 / bf16 HGMMA (not HMMA), with no
+    spills and no ptxas warning under the register cap, its ring and both warpgroups'
+    epilogue buffers inside the H100's shared memory, and the wgmma warpgroups at 240
+    registers, the TMA warp at 24 (setmaxnreg)."""
+    from perf import sass_audit
+    cases = [(False, True, "fp16", False), (False, False, "fp16", True),
+             (True, False, "bf16", False), (True, True, "fp16", True)]
+    for case, report in zip(cases, offline_build(_COMPILE, *cases)):
+        dtype = case[2]
+        assert report["mma"] == "HGMMA.64x128x16.F32" + (".BF16" if dtype == "bf16" else ""), \
+            (case, report)
+        assert report["spill_stores"] == 0 and report["spill_loads"] == 0, (case, report)
+        assert report["warnings"] == "", (case, report)
+        assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem, (case, report)
+        assert {"240", "24"} <= set(report["setmaxnreg"]), (case, report)
+
+
+@requires_kernels
+def test_a_ping_pong_plan_with_an_epilogue_runs_the_rest_of_the_plan():
+    """baddbmm-like calls (D, alpha) and the interpreter (no Gluon): the rest of the plan
+    (here the plain kernel) computes the product."""
+    batch, m, n, k = (4, 256, 256, 512) if DEVICE == "cuda" else (2, 32, 48, 64)
+    a, b = _batch(batch, m, n, k, "nn")
+    d = randn(n, dtype=torch.float16)
+    force = dispatch.Plan(False, False, False, pingpong=True)
+    out = torch.full((batch, m, n), float("nan"), device=a.device, dtype=torch.float16)
+    dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision="half", force=force)
+    assert not last_config().startswith("pp")
+    ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
+    assert_close(out, ref, torch.float16, None, "ping-pong plan, epilogue", operands=(a[0], b[0]))
+
+
+def _hopper() -> bool:
+    return DEVICE == "cuda" and pingpong.supports(*(randn(64, 64, dtype=torch.float16),) * 3)
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("batch,m,n,k", [(1, 304, 272, 1000), (1, 128, 640, 64),
+                                         (1, 2048, 2048, 1024), (3, 304, 272, 1000),
+                                         (32, 1024, 1024, 512), (5, 136, 1000, 40)])
+def test_the_kernel_computes_each_product(dtype, layout, batch, m, n, k):
+    """pingpong.matmul on fresh N(0, 1) operands, NaN-poisoned output: tiles ragged at
+    every edge (TMA reads zeros past them, clips the stores; in a batch inside each
+    product), K past the last 64-deep step, one K step, a program with one tile (its
+    second warpgroup idle) and with many (32 x 1024^2: 2048 tiles, both warpgroups taking
+    turns), every operand layout."""
+    if not _hopper():
+        pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
+    a, b = _batch(batch, m, n, k, layout, dtype)
+    if batch == 1:
+        a, b = a[0], b[0]
+    out = torch.full((*a.shape[:-2], m, n), float("nan"), device=DEVICE, dtype=dtype)
+    assert pingpong.supports(a, b, out)
+    pingpong.matmul(a, b, out, torch.cuda.get_device_properties(0).multi_processor_count)
+    assert last_config() == f"pp{'b' if batch > 1 else ''}_{BM}x{BN}x{BK}"
+    assert_close(out, a.double() @ b.double(), dtype, None, f"{layout} {batch} x {m}x{n}x{k}",
+                 operands=(a, b) if batch == 1 else (a[0], b[0]))
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_the_api_runs_planned_products_on_it_and_the_rest_elsewhere(dtype):
+    """bmm, 4-D matmul and mm (linear's nt) in the window run here, a replay through the
+    launch cache too; baddbmm (an epilogue), a broadcast batch and rows off 128 bytes run
+    the rest of the plan; all match float64."""
+    from triton_gemm import launch_cache
+    if not _hopper():
+        pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
+    name = f"ppb_{BM}x{BN}x{BK}"
+    replayed = launch_cache.stats["replayed"]
+    for _ in range(2):  # the second call of the signature: a replay
+        a, b = _batch(16, 1024, 1024, 512, "nn", dtype)
+        out = triton_gemm.bmm(a, b)
+        assert last_config() == name
+        assert_close(out, a.double() @ b.double(), dtype, None, "bmm", operands=(a[0], b[0]))
+    if launch_cache.ENABLED:
+        assert launch_cache.stats["replayed"] > replayed
+    y = triton_gemm.matmul(a.reshape(4, 4, 1024, 512), b.reshape(4, 4, 512, 1024))
+    assert last_config() == name
+    assert_close(y.reshape(16, 1024, 1024), a.double() @ b.double(), dtype, None, "4-D matmul",
+                 operands=(a[0], b[0]))
+    x, w = randn(4096, 1024, dtype=dtype), randn(4096, 1024, dtype=dtype)
+    y = triton_gemm.linear(x, w)
+    assert last_config() == f"pp_{BM}x{BN}x{BK}"
+    assert_close(y, x.double() @ w.double().T, dtype, None, "linear", operands=(x, w.T))
+    bias = randn(1024, dtype=dtype)
+    out = triton_gemm.baddbmm(bias, a, b, alpha=0.5)
+    assert not last_config().startswith("pp")
+    assert_close(out, bias.double() + 0.5 * (a.double() @ b.double()), dtype, None, "baddbmm",
+                 operands=(a[0], b[0]))
+    shared = b[:1].expand(16, *b.shape[1:])
+    out = triton_gemm.bmm(a, shared)
+    assert not last_config().startswith("pp")
+    assert_close(out, a.double() @ shared.double(), dtype, None, "broadcast B",
+                 operands=(a[0], b[0]))
+    a, b = _batch(8, 1000, 1024, 1000, "nn", dtype)
+    out = triton_gemm.bmm(a, b)
+    assert not last_config().startswith("pp")
+    assert_close(out, a.double() @ b.double(), dtype, None, "rows of 2000 bytes",
+                 operands=(a[0], b[0]))
