@@ -1,7 +1,8 @@
 """Probe: kernels/pingpong.py (two wgmma warpgroups taking turns, each tile's epilogue
 behind the other's K loop) beside cuBLAS and the library, fp16 / bf16, in interleaved
 rounds of CUDA-graph time after the L2 flush; each kernel timed only once it matches
-float64 on a NaN-poisoned output.
+float64 on a NaN-poisoned output ("library": the library as it plans; "no ping-pong": its
+plan with kernels/pingpong.py left out, where it plans it).
 
     python perf/pingpong_probe.py --case 32,1000,1000,1000,nn [--case ...]
         [--tiles BM,BN,BK,STAGES,CHUNKS ...] [--dtype fp16|bf16] [--rounds 3]
@@ -27,12 +28,13 @@ import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
 from perf.batched_probe import operands  # noqa: E402
 from perf.simt_gluon_probe import add_checked, time_and_print  # noqa: E402
+from triton_gemm import dispatch  # noqa: E402
 from triton_gemm.kernels import pingpong  # noqa: E402
 from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
 from triton_gemm.tolerances import tolerance  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
-TILES = ("128,128,64,5,8", "128,128,64,5,4", "128,128,64,4,2", "128,128,64,4,8")
+TILES = ("128,128,64,5,4", "128,128,64,5,8")
 
 
 def main(argv=None) -> int:
@@ -55,6 +57,15 @@ def main(argv=None) -> int:
         add_checked(fns, "library", lambda a=a, b=b, out=out: triton_gemm.matmul(a, b, out=out),
                     out, ref, f"{spec} library", bound)
         print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
+        a3, b3 = (a, b) if a.dim() == 3 else (a[None], b[None])
+        planned = dispatch.plan(a3, b3, "half", sms)
+        if planned.pingpong:
+            out = torch.empty(ref.shape, device="cuda", dtype=dtype)
+            add_checked(fns, "no ping-pong", lambda a=a3, b=b3, out=out: dispatch.run(
+                a, b, out.view(a.shape[0], *out.shape[-2:]), precision="half",
+                force=planned._replace(pingpong=False)), out, ref, f"{spec} no ping-pong",
+                bound)
+            print(f"{spec}: without ping-pong it runs {triton_gemm.last_config()}", flush=True)
         for tile_spec in args.tiles:
             tile = tuple(int(v) for v in tile_spec.split(","))
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)

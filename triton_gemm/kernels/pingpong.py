@@ -40,7 +40,7 @@ from .register_fed import (_descriptor, _load, _ring_layout, _store_chunk, _stor
 # (BM, BN, BK, STAGES, CHUNKS): a warpgroup's tile (its accumulator 128 fp32 registers a
 # thread at 128x128), the ring (32 KB a slot at 128x128x64), and the epilogue's chunks
 # (each warpgroup's two buffers hold a BM x BN / CHUNKS chunk each).
-TILE = (128, 128, 64, 5, 8)
+TILE = (128, 128, 64, 5, 4)
 GROUP_M = 8
 WARPS = 4  # a warpgroup each; the kernel has two and a TMA warp
 LOADER_REGS = 24
