@@ -325,12 +325,17 @@ def test_library_batched_calls_run_the_batched_kernel(dtype):
 
 
 @gpu_only
-def test_library_runs_the_tall_tile_where_its_rule_says():
+def test_library_runs_the_tall_tile_where_its_rule_says(monkeypatch):
     """bmm and baddbmm (a bias row per product) of 384 columns over K = 512, a wave of tall
-    tiles per 128-row pair: the tall tile on Hopper, matching float64."""
+    tiles per 128-row pair: the tall tile on Hopper, matching float64. (The plain bmm runs
+    ping-pong as planned, dispatch.PINGPONG: switched off here, and the launch cache
+    cleared around it, so the batched kernel's own rule is what runs.)"""
+    from triton_gemm import dispatch, launch_cache
     if not batched.hopper(torch.device("cuda")):
         pytest.skip("kernels/batched.py needs Hopper (sm_90)")
     from triton_gemm.kernels.persistent import gpu_sms
+    monkeypatch.setattr(dispatch, "PINGPONG", False)
+    launch_cache.clear()
     batch = gpu_sms(torch.device("cuda"))[0]
     a, b = randn(batch, 256, 512, dtype=torch.float16), randn(batch, 512, 384,
                                                               dtype=torch.float16)
@@ -343,6 +348,7 @@ def test_library_runs_the_tall_tile_where_its_rule_says():
     assert last_config() == "b_256x128x64_w8", last_config()
     assert_close(out, _reference(a, b, 0.125, alibi, 1.0), torch.float16,
                  what="baddbmm, tall tile", operands=(a[0], b[0]))
+    launch_cache.clear()
 
 
 @gpu_only
