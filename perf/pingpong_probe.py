@@ -34,7 +34,7 @@ from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
 from triton_gemm.tolerances import tolerance  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
-TILES = ("128,128,64,5,4", "128,128,64,5,8")
+TILES = ("128,128,64,5,4", "128,128,64,4,2")
 
 
 def main(argv=None) -> int:

@@ -510,9 +510,11 @@ if __name__ == "__main__":
 
 
 def pingpong_report(a_t: bool = False, b_t: bool = True, dtype: str = "fp16",
-                    batched: bool = False, tile=None, arch: str = "sm_90a") -> dict:
+                    batched: bool = False, tile=None, has_d: bool = False,
+                    activation: int = 0, arch: str = "sm_90a") -> dict:
     """kernels/pingpong.py compiled for arch (A stored M-major with a_t, B K-major with b_t;
-    batched: 3-D descriptors; tile: (BM, BN, BK, STAGES, CHUNKS), default pingpong.TILE): shared
+    batched: 3-D descriptors; tile: (BM, BN, BK, STAGES, CHUNKS), default pingpong.TILE;
+    has_d: a bias row in the epilogue; activation: an epilogue.ACTIVATIONS code): shared
     memory, ptxas's registers, spills and warnings under the kernel's register cap, and its
     tensor-core opcodes."""
     from triton.experimental.gluon import language as gl
@@ -526,10 +528,12 @@ def pingpong_report(a_t: bool = False, b_t: bool = True, dtype: str = "fp16",
         return f"tensordesc<{dtype}[{', '.join(map(str, block))}],{layout!r}>"
     signature = {"a_desc": desc([bk, bm] if a_t else [bm, bk]),
                  "b_desc": desc([bn, bk] if b_t else [bk, bn]),
-                 "c_desc": desc([bm, bn // chunks]), "M": "i32", "N": "i32", "K": "i32",
-                 "BATCH": "i32"}
+                 "c_desc": desc([bm, bn // chunks]), "d_ptr": f"*{dtype}", "M": "i32",
+                 "N": "i32", "K": "i32", "BATCH": "i32", "stride_db": "i32",
+                 "stride_dn": "i32", "alpha": "fp32", "beta": "fp32"}
     constexprs = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP_M": pp.GROUP_M,
-                  "A_T": a_t, "B_T": b_t, "BATCHED": batched, "LOADER_REGS": pp.LOADER_REGS,
+                  "A_T": a_t, "B_T": b_t, "BATCHED": batched, "HAS_D": has_d,
+                  "ACTIVATION": activation, "LOADER_REGS": pp.LOADER_REGS,
                   "MMA_REGS": pp.MMA_REGS}
     kernel = compile_gluon(pp._pingpong_kernel, signature, constexprs,
                            {"num_warps": pp.WARPS, "maxnreg": pp.MAX_REGISTERS}, arch)

@@ -102,8 +102,8 @@ _COMPILE = """
 import json, sys
 sys.path.insert(0, '.')
 from perf import sass_audit
-print(json.dumps([sass_audit.pingpong_report(a_t, b_t, dtype, batched)
-                  for a_t, b_t, dtype, batched in json.loads(sys.argv[1])]))
+print(json.dumps([sass_audit.pingpong_report(a_t, b_t, dtype, batched, None, has_d, act)
+                  for a_t, b_t, dtype, batched, has_d, act in json.loads(sys.argv[1])]))
 """
 
 
@@ -112,10 +112,11 @@ def test_the_kernel_compiles_for_every_layout_without_spills():
     operand layout, single and batched, issues 64x128 fp16 / bf16 HGMMA (not HMMA), with no
     spills and no ptxas warning under the register cap, its ring and both warpgroups'
     epilogue buffers inside the H100's shared memory, and the wgmma warpgroups at 240
-    registers, the TMA warp at 24 (setmaxnreg)."""
+    registers, the TMA warp at 24 (setmaxnreg); so too with a bias row and an activation
+    in the epilogue."""
     from perf import sass_audit
-    cases = [(False, True, "fp16", False), (False, False, "fp16", True),
-             (True, False, "bf16", False), (True, True, "fp16", True)]
+    cases = [(False, True, "fp16", False, False, 0), (False, False, "fp16", True, True, 3),
+             (True, False, "bf16", False, True, 2), (True, True, "fp16", True, False, 4)]
     for case, report in zip(cases, offline_build(_COMPILE, *cases)):
         dtype = case[2]
         assert report["mma"] == "HGMMA.64x128x16.F32" + (".BF16" if dtype == "bf16" else ""), \
@@ -127,18 +128,18 @@ def test_the_kernel_compiles_for_every_layout_without_spills():
 
 
 @requires_kernels
-def test_a_ping_pong_plan_with_an_epilogue_runs_the_rest_of_the_plan():
-    """baddbmm-like calls (D, alpha) and the interpreter (no Gluon): the rest of the plan
-    (here the plain kernel) computes the product."""
+def test_a_ping_pong_plan_it_cannot_take_runs_the_rest_of_the_plan():
+    """A D that is not rows of one row (a matrix per product), and in the interpreter (no
+    Gluon) anything: the rest of the plan (here the plain kernel) computes the product."""
     batch, m, n, k = (4, 256, 256, 512) if DEVICE == "cuda" else (2, 32, 48, 64)
     a, b = _batch(batch, m, n, k, "nn")
-    d = randn(n, dtype=torch.float16)
+    d = randn(batch, m, n, dtype=torch.float16)
     force = dispatch.Plan(False, False, False, pingpong=True)
     out = torch.full((batch, m, n), float("nan"), device=a.device, dtype=torch.float16)
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision="half", force=force)
     assert not last_config().startswith("pp")
     ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
-    assert_close(out, ref, torch.float16, None, "ping-pong plan, epilogue", operands=(a[0], b[0]))
+    assert_close(out, ref, torch.float16, None, "ping-pong plan, matrix D", operands=(a[0], b[0]))
 
 
 def _hopper() -> bool:
@@ -173,9 +174,9 @@ def test_the_kernel_computes_each_product(dtype, layout, batch, m, n, k):
 @gpu_only
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_the_api_runs_planned_products_on_it_and_the_rest_elsewhere(dtype):
-    """bmm, 4-D matmul and mm (linear's nt) in the window run here, a replay through the
-    launch cache too; baddbmm (an epilogue), a broadcast batch and rows off 128 bytes run
-    the rest of the plan; all match float64."""
+    """bmm, 4-D matmul, linear (nt) and baddbmm with a bias in the window run here, a
+    replay through the launch cache too; baddbmm with a matrix, a broadcast batch and rows
+    off 128 bytes run the rest of the plan; all match float64."""
     from triton_gemm import launch_cache
     if not _hopper():
         pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
@@ -198,8 +199,13 @@ def test_the_api_runs_planned_products_on_it_and_the_rest_elsewhere(dtype):
     assert_close(y, x.double() @ w.double().T, dtype, None, "linear", operands=(x, w.T))
     bias = randn(1024, dtype=dtype)
     out = triton_gemm.baddbmm(bias, a, b, alpha=0.5)
+    assert last_config() == name
+    assert_close(out, bias.double() + 0.5 * (a.double() @ b.double()), dtype, None,
+                 "baddbmm, bias", operands=(a[0], b[0]))
+    mask = randn(1024, 1024, dtype=dtype)
+    out = triton_gemm.baddbmm(mask, a, b)
     assert not last_config().startswith("pp")
-    assert_close(out, bias.double() + 0.5 * (a.double() @ b.double()), dtype, None, "baddbmm",
+    assert_close(out, mask.double() + a.double() @ b.double(), dtype, None, "baddbmm, mask",
                  operands=(a[0], b[0]))
     shared = b[:1].expand(16, *b.shape[1:])
     out = triton_gemm.bmm(a, shared)
@@ -211,3 +217,46 @@ def test_the_api_runs_planned_products_on_it_and_the_rest_elsewhere(dtype):
     assert not last_config().startswith("pp")
     assert_close(out, a.double() @ b.double(), dtype, None, "rows of 2000 bytes",
                  operands=(a[0], b[0]))
+
+
+_ACTIVATIONS = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
+                "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+                "silu": torch.nn.functional.silu}
+
+
+@gpu_only
+@pytest.mark.parametrize("activation", [None, *_ACTIVATIONS])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_the_epilogue_takes_bias_rows_alpha_beta_and_activations(dtype, activation):
+    """linear with a bias and each activation (fused), addmm with alpha and beta, baddbmm
+    with a row per product (ALiBi's shape) and an fp32 bias: here, against float64 on
+    NaN-poisoned outputs (through the API, which writes into fresh outputs; the kernel's
+    own poisoned output below)."""
+    from triton_gemm.kernels.epilogue import ACTIVATIONS
+    if not _hopper():
+        pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
+    act = _ACTIVATIONS.get(activation, lambda x: x)
+    x, w, bias = (randn(4096, 1024, dtype=dtype), randn(4096, 1024, dtype=dtype),
+                  randn(4096, dtype=dtype))
+    y = triton_gemm.linear(x, w, bias, activation=activation)
+    assert last_config() == f"pp_{BM}x{BN}x{BK}"
+    assert_close(y, act(x.double() @ w.double().T + bias.double()), dtype, None,
+                 f"linear, {activation}", operands=(x, w.T))
+    if activation is not None:
+        return
+    y = triton_gemm.addmm(bias, x, w.T, alpha=0.5, beta=-2.0)
+    assert last_config() == f"pp_{BM}x{BN}x{BK}"
+    assert_close(y, 0.5 * (x.double() @ w.double().T) - 2.0 * bias.double(), dtype, None,
+                 "addmm", operands=(x, w.T))
+    a, b = _batch(8, 2048, 1024, 1024, "nt", dtype)
+    rows = randn(8, 1, 1024, dtype=dtype)
+    y = triton_gemm.baddbmm(rows, a, b, alpha=0.125)
+    assert last_config() == f"ppb_{BM}x{BN}x{BK}"
+    assert_close(y, rows.double() + 0.125 * (a.double() @ b.double()), dtype, None,
+                 "baddbmm, a row per product", operands=(a[0], b[0]))
+    out = torch.full((8, 2048, 1024), float("nan"), device=DEVICE, dtype=dtype)
+    bias32 = randn(1024)
+    pingpong.matmul(a, b, out, torch.cuda.get_device_properties(0).multi_processor_count,
+                    d=bias32.expand(out.shape), beta=1.0, activation=ACTIVATIONS["silu"])
+    assert_close(out, torch.nn.functional.silu(a.double() @ b.double() + bias32.double()),
+                 dtype, None, "fp32 bias, silu", operands=(a[0], b[0]))

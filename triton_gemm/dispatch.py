@@ -103,7 +103,7 @@ from .kernels import sliced as _sliced
 from .kernels import split_fed as _split_fed
 from .kernels import splitk as _splitk
 from .kernels import wide as _wide
-from .kernels.common import INTERPRETER, capability
+from .kernels.common import INTERPRETER, capability, epilogue_input
 from .kernels.copy import TILE as COPY_TILE
 from .kernels.copy import copy_jobs, padded_job, remainder_job, split_job
 
@@ -350,7 +350,8 @@ REGISTER_FED_BATCHED = True
 # 16-bit products over a K of PINGPONG_MIN_K..PINGPONG_MAX_K with at least
 # PINGPONG_MIN_TILES_PER_SM 128x128 tiles an SM, every row on 128 bytes, run on
 # kernels/pingpong.py (two wgmma warpgroups taking turns: each tile's epilogue behind the
-# other's K loop) where run() finds a plain product (no epilogue). perf/pingpong_probe.py,
+# other's K loop) where run() finds an epilogue it takes (none, or a bias row: any alpha,
+# beta and activation; pingpong.bias_rows). perf/pingpong_probe.py,
 # H100, fp16, CUDA-graph time after the L2 flush, three interleaved rounds, us, ping-pong /
 # the library before (cuBLAS): 4096x4096x1024 nt 52.2 / 54.4 (54.2); 2048x2048x1024 nn
 # 18.5 / 18.8 (18.4); 16 x 1024x1024x512 nn 33.3 / 35.9 (34.2); 64 x 512^3 nn 37.9 / 40.5
@@ -1071,9 +1072,12 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
         p = p._replace(register_fed=False)
     if p.pingpong:
         operands = (a[0], b[0], out[0]) if a.shape[0] == 1 else (a, b, out)
-        if (d is None and alpha == 1 and activation == 0 and _pingpong.supports(*operands)
+        has_d, d_full = epilogue_input(d, beta, out)
+        d_full = (d_full[0] if a.shape[0] == 1 else d_full) if has_d else None
+        if (_pingpong.bias_rows(d_full) and _pingpong.supports(*operands)
                 and all(_pingpong.rows_aligned(t) for t in (a, b, out))):
-            _pingpong.matmul(*operands, _persistent.gpu_sms(a.device)[0])
+            _pingpong.matmul(*operands, _persistent.gpu_sms(a.device)[0], d=d_full,
+                             alpha=alpha, beta=beta, activation=activation)
             return out
         p = p._replace(pingpong=False)
     lo = None

@@ -34,7 +34,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
 from .batched import _tma_ok as _batched_tma_ok
 from .common import INTERPRETER, cdiv, hopper, record, run_kernel
 from .persistent import _tma_ok, programs, tile_origin
-from .register_fed import (_descriptor, _load, _ring_layout, _store_chunk, _store_tile,
+from .register_fed import (_descriptor, _load, _ring_layout, _store_chunk,
                            max_registers)
 
 # (BM, BN, BK, STAGES, CHUNKS): a warpgroup's tile (its accumulator 128 fp32 registers a
@@ -77,9 +77,10 @@ def _origin(j, first, walkers, rows, columns, BM: gl.constexpr, BN: gl.constexpr
 
 @gluon.jit
 def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi, M, N, K, BATCH,
+            d_ptr, stride_db, stride_dn, alpha, beta,
             BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
             A_T: gl.constexpr, B_T: gl.constexpr, BATCHED: gl.constexpr,
-            WHO: gl.constexpr):
+            HAS_D: gl.constexpr, ACTIVATION: gl.constexpr, WHO: gl.constexpr):
     """The TMA warp: every tile's K steps of A and B into the ring, in walk order, each
     slot once its consumer has handed it back. Past K (and M, N) TMA fills zeros."""
     STAGES: gl.constexpr = a_ring.type.shape[0]
@@ -107,13 +108,14 @@ def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi, M, 
 
 @gluon.jit
 def _consumer(a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi, M, N, K, BATCH,
+              d_ptr, stride_db, stride_dn, alpha, beta,
               BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
               A_T: gl.constexpr, B_T: gl.constexpr, BATCHED: gl.constexpr,
-              WHO: gl.constexpr):
+              HAS_D: gl.constexpr, ACTIVATION: gl.constexpr, WHO: gl.constexpr):
     """Wgmma warpgroup WHO (0 or 1): tiles WHO, WHO + 2, ... of the walk, each K loop in
     its turn (one wgmma left in flight, a slot handed back once the wgmma reading it
-    retires), then the tile out through its own epilogue buffers (epi) while the other
-    warpgroup's K loop runs."""
+    retires), then the tile, through the epilogue (_finish), out by its own epilogue
+    buffers (epi) while the other warpgroup's K loop runs."""
     STAGES: gl.constexpr = a_ring.type.shape[0]
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN, 16])
@@ -143,46 +145,94 @@ def _consumer(a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi, M
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         gl.thread_barrier()
         mbarrier.arrive(empty.index((step + k_steps - 1) % STAGES))
-        _store_chunks(acc, c_desc, epi, product, off_m, off_n, BM, BN, BATCHED)
+        _store_chunks(acc, c_desc, epi, product, off_m, off_n, N, d_ptr, stride_db, stride_dn,
+                      alpha, beta, BM, BN, BATCHED, HAS_D, ACTIVATION)
     tma.store_wait(0)
 
 
 @gluon.jit
-def _store_chunks(acc, c_desc, epi, product, off_m, off_n, BM: gl.constexpr,
-                  BN: gl.constexpr, BATCHED: gl.constexpr):
-    """The [BM, BN] accumulator to C in BN / EPI chunks of EPI columns (epi's), each staged
-    in shared memory and stored by TMA (register_fed._store_chunk); the chunks split out of
-    the accumulator's registers (no data moves)."""
+def _activation(x, ACTIVATION: gl.constexpr):
+    """x (fp32) through epilogue.ACTIVATIONS' activation ACTIVATION, as epilogue.py's
+    apply_activation computes it (a sigmoid as 1 / (1 + exp(-x)))."""
+    if ACTIVATION == 1:
+        x = gl.where(x < 0.0, 0.0, x)  # NaN stays NaN, as torch.relu
+    elif ACTIVATION == 2:
+        x = 0.5 * x * (1.0 + gl.erf(x * 0.7071067811865476))
+    elif ACTIVATION == 3:
+        inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+        x = 0.5 * x * (2.0 / (1.0 + gl.exp(-2.0 * inner)))  # 1 + tanh(inner)
+    elif ACTIVATION == 4:
+        x = x / (1.0 + gl.exp(-x))
+    return x
+
+
+@gluon.jit
+def _finish(chunk, j, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
+            HAS_D: gl.constexpr, ACTIVATION: gl.constexpr):
+    """act(alpha * chunk + beta * D) for chunk j ([BM, EPI] columns off_n + EPI j ..) of
+    product `product`, D's rows all one row (a bias of N; a row per product, stride_db
+    apart), read as a vector in the chunk's column layout."""
+    EPI: gl.constexpr = chunk.type.shape[1]
+    chunk = chunk * alpha
+    if HAS_D:
+        columns = off_n + EPI * j + gl.arange(0, EPI, layout=gl.SliceLayout(0, chunk.type.layout))
+        row = gl.load(d_ptr + product * stride_db + columns * stride_dn, mask=columns < N,
+                      other=0.0)
+        chunk = chunk + beta * gl.expand_dims(row.to(gl.float32), 0)
+    return _activation(chunk, ACTIVATION)
+
+
+@gluon.jit
+def _store_chunks(acc, c_desc, epi, product, off_m, off_n, N, d_ptr, stride_db, stride_dn,
+                  alpha, beta, BM: gl.constexpr, BN: gl.constexpr, BATCHED: gl.constexpr,
+                  HAS_D: gl.constexpr, ACTIVATION: gl.constexpr):
+    """The [BM, BN] accumulator through the epilogue (_finish) to C in BN / EPI chunks of
+    EPI columns (epi's), each staged in shared memory and stored by TMA
+    (register_fed._store_chunk); the chunks split out of the accumulator's registers (no
+    data moves). Two or four chunks (pingpong.TILE)."""
     EPI: gl.constexpr = epi.type.shape[2]
-    if EPI == BN:
-        _store_chunk(acc, 0, c_desc, epi, product, off_m, off_n, False, BATCHED)
-    elif EPI * 2 == BN:
+    gl.static_assert(EPI * 2 == BN or EPI * 4 == BN, "pingpong: the epilogue in 2 or 4 chunks")
+    if EPI * 2 == BN:
         c0, c1 = gl.split(gl.permute(acc.reshape([BM, 2, EPI]), (0, 2, 1)))
+        c0 = _finish(c0, 0, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
+                     HAS_D, ACTIVATION)
         _store_chunk(c0, 0, c_desc, epi, product, off_m, off_n, False, BATCHED)
+        c1 = _finish(c1, 1, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
+                     HAS_D, ACTIVATION)
         _store_chunk(c1, 1, c_desc, epi, product, off_m, off_n, False, BATCHED)
-    elif EPI * 4 == BN:
+    else:
         t = gl.permute(acc.reshape([BM, 4, EPI]), (0, 2, 1))  # [BM, EPI, chunk c]
         even, odd = gl.split(t.reshape([BM, EPI, 2, 2]))  # c = 2a + b
         c0, c2 = gl.split(even)
         c1, c3 = gl.split(odd)
+        c0 = _finish(c0, 0, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
+                     HAS_D, ACTIVATION)
         _store_chunk(c0, 0, c_desc, epi, product, off_m, off_n, False, BATCHED)
+        c1 = _finish(c1, 1, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
+                     HAS_D, ACTIVATION)
         _store_chunk(c1, 1, c_desc, epi, product, off_m, off_n, False, BATCHED)
+        c2 = _finish(c2, 2, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
+                     HAS_D, ACTIVATION)
         _store_chunk(c2, 2, c_desc, epi, product, off_m, off_n, False, BATCHED)
+        c3 = _finish(c3, 3, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
+                     HAS_D, ACTIVATION)
         _store_chunk(c3, 3, c_desc, epi, product, off_m, off_n, False, BATCHED)
-    else:
-        _store_tile(acc, c_desc, epi, product, off_m, off_n, False, BM, BN, BATCHED)
 
 
 @gluon.jit
-def _pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, BATCH,
+def _pingpong_kernel(a_desc, b_desc, c_desc, d_ptr, M, N, K, BATCH, stride_db, stride_dn,
+                     alpha, beta,
                      BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
                      STAGES: gl.constexpr, GROUP_M: gl.constexpr, A_T: gl.constexpr,
-                     B_T: gl.constexpr, BATCHED: gl.constexpr, LOADER_REGS: gl.constexpr,
+                     B_T: gl.constexpr, BATCHED: gl.constexpr, HAS_D: gl.constexpr,
+                     ACTIVATION: gl.constexpr, LOADER_REGS: gl.constexpr,
                      MMA_REGS: gl.constexpr):
-    """C = A @ B, 16-bit operands, fp32 accumulation: A through a_desc ([BM, BK] boxes of
-    (M, K), with A_T [BK, BM] of A^T (K, M)), B through b_desc ([BK, BN] of (K, N), with
-    B_T [BN, BK] of B^T (N, K)), C (M, N) through c_desc ([BM, BN / CHUNKS] boxes). BATCHED:
-    BATCH products, each descriptor 3-D with boxes one product deep."""
+    """C = act(alpha * A @ B + beta * D), 16-bit operands, fp32 accumulation: A through
+    a_desc ([BM, BK] boxes of (M, K), with A_T [BK, BM] of A^T (K, M)), B through b_desc
+    ([BK, BN] of (K, N), with B_T [BN, BK] of B^T (N, K)), C (M, N) through c_desc ([BM,
+    BN / CHUNKS] boxes); with HAS_D, D's rows all one row: element n of product p at d_ptr
+    + p stride_db + n stride_dn. BATCHED: BATCH products, each descriptor 3-D with boxes
+    one product deep."""
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + _ring_layout_shape(a_desc),
                                        _ring_layout(a_desc))
     b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + _ring_layout_shape(b_desc),
@@ -201,11 +251,14 @@ def _pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, BATCH,
         mbarrier.init(turn.index(w), count=1)
     gl.warp_specialize([
         (_consumer, (a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi0, M, N,
-                     K, BATCH, BM, BN, BK, GROUP_M, A_T, B_T, BATCHED, 0)),
+                     K, BATCH, d_ptr, stride_db, stride_dn, alpha, beta, BM, BN, BK, GROUP_M,
+                     A_T, B_T, BATCHED, HAS_D, ACTIVATION, 0)),
         (_consumer, (a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi1, M, N,
-                     K, BATCH, BM, BN, BK, GROUP_M, A_T, B_T, BATCHED, 1)),
+                     K, BATCH, d_ptr, stride_db, stride_dn, alpha, beta, BM, BN, BK, GROUP_M,
+                     A_T, B_T, BATCHED, HAS_D, ACTIVATION, 1)),
         (_loader, (a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi0, M, N, K,
-                   BATCH, BM, BN, BK, GROUP_M, A_T, B_T, BATCHED, 0)),
+                   BATCH, d_ptr, stride_db, stride_dn, alpha, beta, BM, BN, BK, GROUP_M, A_T,
+                   B_T, BATCHED, HAS_D, ACTIVATION, 0)),
     ], [gl.num_warps(), 1], [MMA_REGS, LOADER_REGS])
 
 
@@ -263,11 +316,22 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
             and _tma_ok(b, b.stride(1) if b_t else b.stride(0)) and _tma_ok(out, out.stride(0)))
 
 
+def bias_rows(d: torch.Tensor | None) -> bool:
+    """Whether d, an epilogue input expanded to the output's shape, is the epilogue's kind:
+    none, or rows all one row (a bias of N, or a row per product)."""
+    return d is None or d.stride(-2) == 0
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
-           tile: tuple = TILE) -> torch.Tensor:
-    """out = a @ b (2-D, or 3-D: product by product) for operands supports() accepts, in
-    one persistent launch of at most `sms` programs; tile: (BM, BN, BK, STAGES, CHUNKS).
-    Returns out."""
+           tile: tuple = TILE, d: torch.Tensor | None = None, *, alpha: float = 1.0,
+           beta: float = 0.0, activation: int = 0) -> torch.Tensor:
+    """out = act(alpha * a @ b + beta * d) (2-D, or 3-D: product by product) for operands
+    supports() accepts, d None or expanded to out's shape with rows all one row
+    (bias_rows), in one persistent launch of at most `sms` programs; activation: an
+    epilogue.ACTIVATIONS code; tile: (BM, BN, BK, STAGES, CHUNKS). Returns out."""
+    if not bias_rows(d):
+        raise ValueError("pingpong.matmul: d must have rows all one row (a bias), stride "
+                         f"{d.stride()}; run other inputs through dispatch")
     bm, bn, bk, stages, chunks = tile
     a_t, b_t = _layout(a, b)
     m, k = a.shape[-2:]
@@ -277,9 +341,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
     b_op = b.mT if b_t else b
     args = (_descriptor(a_op, [bk, bm] if a_t else [bm, bk]),
             _descriptor(b_op, [bn, bk] if b_t else [bk, bn]),
-            _descriptor(out, [bm, bn // chunks]), m, n, k, batch)
+            _descriptor(out, [bm, bn // chunks]), None if d is None else d, m, n, k, batch,
+            0 if d is None or d.dim() == 2 else d.stride(0), 0 if d is None else d.stride(-1),
+            alpha, beta)
     constexprs = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP_M": GROUP_M,
-                  "A_T": a_t, "B_T": b_t, "BATCHED": a.dim() == 3,
+                  "A_T": a_t, "B_T": b_t, "BATCHED": a.dim() == 3, "HAS_D": d is not None,
+                  "ACTIVATION": activation,
                   "LOADER_REGS": LOADER_REGS, "MMA_REGS": MMA_REGS,
                   "num_warps": WARPS, "maxnreg": MAX_REGISTERS}
     tiles = batch * cdiv(m, bm) * cdiv(n, bn)
