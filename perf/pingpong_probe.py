@@ -5,11 +5,12 @@ float64 on a NaN-poisoned output ("library": the library as it plans; "no ping-p
 plan with kernels/pingpong.py left out, where it plans it).
 
     python perf/pingpong_probe.py --case 32,1000,1000,1000,nn [--case ...]
-        [--tiles BM,BN,BK,STAGES,CHUNKS ...] [--dtype fp16|bf16] [--rounds 3]
+        [--tiles BM,BN,BK,STAGES,CHUNKS ...] [--dtype fp16|bf16] [--rounds 3] [--bias]
 
 A case is BATCH,M,N,K[,LAYOUT]: BATCH 1 runs 2-D operands (mm), more a batch (bmm); LAYOUT
 nn (default), nt, tn or tt as the report's (t: the operand is the transpose of a
-row-major tensor). GPU (Hopper) only.
+row-major tensor). --bias adds a bias of N in the epilogue (cuBLAS: torch.addmm /
+torch.baddbmm; the library's addmm / baddbmm). GPU (Hopper) only.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tiles", nargs="*", default=TILES, metavar="BM,BN,BK,STAGES,CHUNKS")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
+    parser.add_argument("--bias", action="store_true")
     args = parser.parse_args(argv)
     dtype = DTYPES[args.dtype]
     sms = gpu_sms(torch.device("cuda"))[0]
@@ -52,17 +54,26 @@ def main(argv=None) -> int:
             a, b = a[0], b[0]
         ref = a.double() @ b.double()
         bound = tolerance(dtype, None)
-        fns = {"cublas": lambda a=a, b=b: a @ b}
+        bias = torch.randn(ref.shape[-1], device="cuda").to(dtype) if args.bias else None
         out = torch.empty(ref.shape, device="cuda", dtype=dtype)
-        add_checked(fns, "library", lambda a=a, b=b, out=out: triton_gemm.matmul(a, b, out=out),
-                    out, ref, f"{spec} library", bound)
+        if bias is None:
+            fns = {"cublas": lambda a=a, b=b: a @ b}
+            add_checked(fns, "library", lambda a=a, b=b, out=out: triton_gemm.matmul(
+                a, b, out=out), out, ref, f"{spec} library", bound)
+        else:
+            ref += bias.double()
+            torch_fn, library_fn = ((torch.addmm, triton_gemm.addmm) if a.dim() == 2
+                                    else (torch.baddbmm, triton_gemm.baddbmm))
+            fns = {"cublas": lambda a=a, b=b, f=torch_fn, d=bias: f(d, a, b)}
+            add_checked(fns, "library", lambda a=a, b=b, out=out, f=library_fn, d=bias: f(
+                d, a, b, out=out), out, ref, f"{spec} library", bound)
         print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
         a3, b3 = (a, b) if a.dim() == 3 else (a[None], b[None])
         planned = dispatch.plan(a3, b3, "half", sms)
         if planned.pingpong:
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)
-            add_checked(fns, "no ping-pong", lambda a=a3, b=b3, out=out: dispatch.run(
-                a, b, out.view(a.shape[0], *out.shape[-2:]), precision="half",
+            add_checked(fns, "no ping-pong", lambda a=a3, b=b3, out=out, d=bias: dispatch.run(
+                a, b, out.view(a.shape[0], *out.shape[-2:]), d, beta=1.0, precision="half",
                 force=planned._replace(pingpong=False)), out, ref, f"{spec} no ping-pong",
                 bound)
             print(f"{spec}: without ping-pong it runs {triton_gemm.last_config()}", flush=True)
@@ -73,9 +84,9 @@ def main(argv=None) -> int:
                 print(f"{spec}: pingpong does not take these operands")
                 break
             add_checked(fns, f"pp {tile_spec}",
-                        lambda a=a, b=b, out=out, tile=tile: pingpong.matmul(a, b, out, sms,
-                                                                              tile),
-                        out, ref, f"{spec} pp {tile_spec}", bound)
+                        lambda a=a, b=b, out=out, tile=tile, d=bias: pingpong.matmul(
+                            a, b, out, sms, tile, None if d is None else d.expand(out.shape),
+                            beta=1.0), out, ref, f"{spec} pp {tile_spec}", bound)
         flops = 2 * ref.numel() * a.shape[-1]
         time_and_print(f"graph {spec}", fns, bench.cold_graph_ms, args.rounds, flops)
     return 0
