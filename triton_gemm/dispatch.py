@@ -361,7 +361,9 @@ REGISTER_FED_BATCHED = True
 # 85.9 / 86.0 (79.5), 2048x4096x4096 nt 95.8 / 95.1 (93.2), 4096^3 nt 200.6 / 190.4 (192.7),
 # 4 x 4096^3 nt 848.2 / 813.9 (835.7). Rows off 128 bytes (1000 fp16) lose at any K: 32 x
 # 1000^3 nn 220.9 / 156.4 (127.9), 32 x 1024x1024x1000 nn (A's rows 2000 bytes) 137.9 /
-# 118.6 (109.9).
+# 118.6 (109.9). With a bias (--bias: addmm / baddbmm, cuBLAS's beside): 8192x4096x512 nt
+# 56.1 / 65.0 (64.6), 4096x4096x1024 nt 51.4 / 55.1 (56.5), 16 x 1024^2 x 512 33.4 / 37.1
+# (76.4).
 PINGPONG = True
 PINGPONG_MIN_K = 512
 PINGPONG_MAX_K = 1024
