@@ -36,6 +36,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
 
 from .batched import _tma_ok as _batched_tma_ok
 from .common import INTERPRETER, cdiv, hopper, record, run_kernel
+from .epilogue import apply_activation
 from .persistent import _tma_ok, programs, tile_origin
 from .register_fed import (_descriptor, _load, _ring_layout, _store_chunk,
                            max_registers)
@@ -161,27 +162,12 @@ def _consumer(a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi, M
 
 
 @gluon.jit
-def _activation(x, ACTIVATION: gl.constexpr):
-    """x (fp32) through epilogue.ACTIVATIONS' activation ACTIVATION, as epilogue.py's
-    apply_activation computes it (a sigmoid as 1 / (1 + exp(-x)))."""
-    if ACTIVATION == 1:
-        x = gl.where(x < 0.0, 0.0, x)  # NaN stays NaN, as torch.relu
-    elif ACTIVATION == 2:
-        x = 0.5 * x * (1.0 + gl.erf(x * 0.7071067811865476))
-    elif ACTIVATION == 3:
-        inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
-        x = 0.5 * x * (2.0 / (1.0 + gl.exp(-2.0 * inner)))  # 1 + tanh(inner)
-    elif ACTIVATION == 4:
-        x = x / (1.0 + gl.exp(-x))
-    return x
-
-
-@gluon.jit
 def _finish(chunk, j, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
             HAS_D: gl.constexpr, ACTIVATION: gl.constexpr):
     """act(alpha * chunk + beta * D) for chunk j ([BM, EPI] columns off_n + EPI j ..) of
     product `product`, D's rows all one row (a bias of N; a row per product, stride_db
-    apart), read as a vector in the chunk's column layout."""
+    apart), read as a vector in the chunk's column layout; the activation is the other
+    kernels' (epilogue.apply_activation)."""
     EPI: gl.constexpr = chunk.type.shape[1]
     chunk = chunk * alpha
     if HAS_D:
@@ -189,7 +175,7 @@ def _finish(chunk, j, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, bet
         row = gl.load(d_ptr + product * stride_db + columns * stride_dn, mask=columns < N,
                       other=0.0)
         chunk = chunk + beta * gl.expand_dims(row.to(gl.float32), 0)
-    return _activation(chunk, ACTIVATION)
+    return apply_activation(chunk, ACTIVATION)
 
 
 @gluon.jit
@@ -204,29 +190,17 @@ def _store_chunks(acc, c_desc, epi, product, off_m, off_n, N, d_ptr, stride_db, 
     gl.static_assert(EPI * 2 == BN or EPI * 4 == BN, "pingpong: the epilogue in 2 or 4 chunks")
     if EPI * 2 == BN:
         c0, c1 = gl.split(gl.permute(acc.reshape([BM, 2, EPI]), (0, 2, 1)))
-        c0 = _finish(c0, 0, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
-                     HAS_D, ACTIVATION)
-        _store_chunk(c0, 0, c_desc, epi, product, off_m, off_n, False, BATCHED)
-        c1 = _finish(c1, 1, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
-                     HAS_D, ACTIVATION)
-        _store_chunk(c1, 1, c_desc, epi, product, off_m, off_n, False, BATCHED)
+        chunks = (c0, c1)
     else:
         t = gl.permute(acc.reshape([BM, 4, EPI]), (0, 2, 1))  # [BM, EPI, chunk c]
         even, odd = gl.split(t.reshape([BM, EPI, 2, 2]))  # c = 2a + b
         c0, c2 = gl.split(even)
         c1, c3 = gl.split(odd)
-        c0 = _finish(c0, 0, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
-                     HAS_D, ACTIVATION)
-        _store_chunk(c0, 0, c_desc, epi, product, off_m, off_n, False, BATCHED)
-        c1 = _finish(c1, 1, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
-                     HAS_D, ACTIVATION)
-        _store_chunk(c1, 1, c_desc, epi, product, off_m, off_n, False, BATCHED)
-        c2 = _finish(c2, 2, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
-                     HAS_D, ACTIVATION)
-        _store_chunk(c2, 2, c_desc, epi, product, off_m, off_n, False, BATCHED)
-        c3 = _finish(c3, 3, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, beta,
-                     HAS_D, ACTIVATION)
-        _store_chunk(c3, 3, c_desc, epi, product, off_m, off_n, False, BATCHED)
+        chunks = (c0, c1, c2, c3)
+    for j in gl.static_range(BN // EPI):
+        chunk = _finish(chunks[j], j, product, off_n, N, d_ptr, stride_db, stride_dn, alpha,
+                        beta, HAS_D, ACTIVATION)
+        _store_chunk(chunk, j, c_desc, epi, product, off_m, off_n, False, BATCHED)
 
 
 @gluon.jit
