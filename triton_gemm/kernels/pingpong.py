@@ -171,7 +171,8 @@ def _finish(chunk, j, product, off_n, N, d_ptr, stride_db, stride_dn, alpha, bet
     EPI: gl.constexpr = chunk.type.shape[1]
     chunk = chunk * alpha
     if HAS_D:
-        columns = off_n + EPI * j + gl.arange(0, EPI, layout=gl.SliceLayout(0, chunk.type.layout))
+        column_layout: gl.constexpr = gl.SliceLayout(0, chunk.type.layout)
+        columns = off_n + EPI * j + gl.arange(0, EPI, layout=column_layout)
         row = gl.load(d_ptr + product * stride_db + columns * stride_dn, mask=columns < N,
                       other=0.0)
         chunk = chunk + beta * gl.expand_dims(row.to(gl.float32), 0)
