@@ -5,7 +5,7 @@ float64 on a NaN-poisoned output ("library": the library as it plans; "no ping-p
 plan with kernels/pingpong.py left out, where it plans it).
 
     python perf/pingpong_probe.py --case 32,1000,1000,1000,nn [--case ...]
-        [--tiles BM,BN,BK,STAGES,CHUNKS ...] [--dtype fp16|bf16] [--rounds 3] [--bias]
+        [--tiles BM,BN,BK,STAGES,CHUNKS ...] [--dtype fp16|bf16|tf32] [--rounds 3] [--bias]
 
 A case is BATCH,M,N,K[,LAYOUT]: BATCH 1 runs 2-D operands (mm), more a batch (bmm); LAYOUT
 nn (default), nt, tn or tt as the report's (t: the operand is the transpose of a
@@ -34,50 +34,56 @@ from triton_gemm.kernels import pingpong  # noqa: E402
 from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
 from triton_gemm.tolerances import tolerance  # noqa: E402
 
-DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
-TILES = ("128,128,64,5,4", "128,128,64,4,2")
+# --dtype: operand dtype; tf32 runs fp32 operands at tf32 (cuBLAS with TF32 on).
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", action="append", required=True, metavar="B,M,N,K[,LAYOUT]")
-    parser.add_argument("--tiles", nargs="*", default=TILES, metavar="BM,BN,BK,STAGES,CHUNKS")
+    parser.add_argument("--tiles", nargs="*", default=None, metavar="BM,BN,BK,STAGES,CHUNKS",
+                        help="default: pingpong.tile_for the dtype's")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
     parser.add_argument("--bias", action="store_true")
     args = parser.parse_args(argv)
     dtype = DTYPES[args.dtype]
+    precision = "tf32" if dtype == torch.float32 else "half"  # dispatch's name for it
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    tiles = args.tiles or [",".join(map(str, pingpong.tile_for(dtype)))]
     sms = gpu_sms(torch.device("cuda"))[0]
     for spec in args.case:
         a, b = operands(spec, dtype)
         if a.shape[0] == 1:  # 2-D: mm
             a, b = a[0], b[0]
         ref = a.double() @ b.double()
-        bound = tolerance(dtype, None)
+        bound = tolerance(dtype, "tf32" if precision == "tf32" else None)
         bias = torch.randn(ref.shape[-1], device="cuda").to(dtype) if args.bias else None
         out = torch.empty(ref.shape, device="cuda", dtype=dtype)
         if bias is None:
             fns = {"cublas": lambda a=a, b=b: a @ b}
             add_checked(fns, "library", lambda a=a, b=b, out=out: triton_gemm.matmul(
-                a, b, out=out), out, ref, f"{spec} library", bound)
+                a, b, out=out, precision=precision if precision == "tf32" else None),
+                out, ref, f"{spec} library", bound)
         else:
             ref += bias.double()
             torch_fn, library_fn = ((torch.addmm, triton_gemm.addmm) if a.dim() == 2
                                     else (torch.baddbmm, triton_gemm.baddbmm))
             fns = {"cublas": lambda a=a, b=b, f=torch_fn, d=bias: f(d, a, b)}
             add_checked(fns, "library", lambda a=a, b=b, out=out, f=library_fn, d=bias: f(
-                d, a, b, out=out), out, ref, f"{spec} library", bound)
+                d, a, b, out=out, precision=precision if precision == "tf32" else None),
+                out, ref, f"{spec} library", bound)
         print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
         a3, b3 = (a, b) if a.dim() == 3 else (a[None], b[None])
-        planned = dispatch.plan(a3, b3, "half", sms)
+        planned = dispatch.plan(a3, b3, precision, sms)
         if planned.pingpong:
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)
             add_checked(fns, "no ping-pong", lambda a=a3, b=b3, out=out, d=bias: dispatch.run(
-                a, b, out.view(a.shape[0], *out.shape[-2:]), d, beta=1.0, precision="half",
+                a, b, out.view(a.shape[0], *out.shape[-2:]), d, beta=1.0, precision=precision,
                 force=planned._replace(pingpong=False)), out, ref, f"{spec} no ping-pong",
                 bound)
             print(f"{spec}: without ping-pong it runs {triton_gemm.last_config()}", flush=True)
-        for tile_spec in args.tiles:
+        for tile_spec in tiles:
             tile = tuple(int(v) for v in tile_spec.split(","))
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)
             if not pingpong.supports(a, b, out):

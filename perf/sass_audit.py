@@ -513,14 +513,14 @@ def pingpong_report(a_t: bool = False, b_t: bool = True, dtype: str = "fp16",
                     batched: bool = False, tile=None, has_d: bool = False,
                     activation: int = 0, arch: str = "sm_90a") -> dict:
     """kernels/pingpong.py compiled for arch (A stored M-major with a_t, B K-major with b_t;
-    batched: 3-D descriptors; tile: (BM, BN, BK, STAGES, CHUNKS), default pingpong.TILE;
+    batched: 3-D descriptors; tile: (BM, BN, BK, STAGES, CHUNKS), default the dtype's;
     has_d: a bias row in the epilogue; activation: an epilogue.ACTIVATIONS code): shared
     memory, ptxas's registers, spills and warnings under the kernel's register cap, and its
     tensor-core opcodes."""
     from triton.experimental.gluon import language as gl
     from triton_gemm.kernels import pingpong as pp
-    bm, bn, bk, stages, chunks = tile or pp.TILE
-    gl_dtype = {"fp16": gl.float16, "bf16": gl.bfloat16}[dtype]
+    bm, bn, bk, stages, chunks = tile or (pp.TF32_TILE if dtype == "fp32" else pp.TILE)
+    gl_dtype = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp32": gl.float32}[dtype]
 
     def desc(block):
         block = [1] * batched + block

@@ -61,9 +61,18 @@ def test_products_outside_the_window_keep_their_plans(case, why):
     assert not _plan(*case).pingpong, why
 
 
-def test_fp32_precisions_and_the_switch_off_never_plan_it(monkeypatch):
-    for precision in ("tf32", "tf32x3", "ieee"):
-        p = _plan(16, 1024, 1024, 512, "nn", torch.float32, precision)
+def test_tf32_plans_it_only_for_k_major_operands(monkeypatch):
+    """tf32 nt (both operands K-major as given) takes it, single and batched; nn and tt
+    (one operand MN-major: the register-fed kernel) and tn (both copied) do not, nor do
+    tf32x3 and ieee; nor anything with the switch off."""
+    for batch, m in ((1, 4096), (16, 1024)):
+        p = _plan(batch, m, m, 1024, "nt", torch.float32, "tf32")
+        assert p.pingpong and not p.copies, p
+        for layout in ("nn", "tt", "tn"):
+            p = _plan(batch, m, m, 1024, layout, torch.float32, "tf32")
+            assert not p.pingpong, (batch, layout, p)
+    for precision in ("tf32x3", "ieee"):
+        p = _plan(1, 4096, 4096, 1024, "nt", torch.float32, precision)
         assert not p.pingpong, (precision, p)
     monkeypatch.setattr(dispatch, "PINGPONG", False)
     assert not _plan(16, 1024, 1024, 512, "nn").pingpong
@@ -81,11 +90,9 @@ def test_rows_aligned_looks_at_every_stride_but_the_unit_one():
     assert not pingpong.rows_aligned(flat.as_strided((4, 64, 64), (4100, 64, 1)))
 
 
-def test_supports_refuses_cpu_operands_fp32_and_matrix_vector():
+def test_supports_refuses_cpu_operands_and_matrix_vector():
     a, b = _batch(2, 128, 128, 128, "nn", empty=True)
     assert not pingpong.supports(a, b, torch.empty(2, 128, 128, dtype=torch.float16))
-    a32, b32 = a.float(), b.float()
-    assert not pingpong.supports(a32, b32, torch.empty(2, 128, 128))
     assert not pingpong.supports(a[0], b[0, :, 0], torch.empty(128, dtype=torch.float16))
 
 
@@ -116,11 +123,13 @@ def test_the_kernel_compiles_for_every_layout_without_spills():
     in the epilogue."""
     from perf import sass_audit
     cases = [(False, True, "fp16", False, False, 0), (False, False, "fp16", True, True, 3),
-             (True, False, "bf16", False, True, 2), (True, True, "fp16", True, False, 4)]
+             (True, False, "bf16", False, True, 2), (True, True, "fp16", True, False, 4),
+             (False, True, "fp32", True, True, 1)]
     for case, report in zip(cases, offline_build(_COMPILE, *cases)):
         dtype = case[2]
-        assert report["mma"] == "HGMMA.64x128x16.F32" + (".BF16" if dtype == "bf16" else ""), \
-            (case, report)
+        expected = {"fp16": "HGMMA.64x128x16.F32", "bf16": "HGMMA.64x128x16.F32.BF16",
+                    "fp32": "HGMMA.64x128x8.F32.TF32"}[dtype]
+        assert report["mma"] == expected, (case, report)
         assert report["spill_stores"] == 0 and report["spill_loads"] == 0, (case, report)
         assert report["warnings"] == "", (case, report)
         assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem, (case, report)
@@ -260,3 +269,44 @@ def test_the_epilogue_takes_bias_rows_alpha_beta_and_activations(dtype, activati
                     d=bias32.expand(out.shape), beta=1.0, activation=ACTIVATIONS["silu"])
     assert_close(out, torch.nn.functional.silu(a.double() @ b.double() + bias32.double()),
                  dtype, None, "fp32 bias, silu", operands=(a[0], b[0]))
+
+
+@gpu_only
+@pytest.mark.parametrize("batch,m,n,k", [(1, 304, 272, 1000), (1, 2048, 2048, 1024),
+                                         (3, 304, 272, 1000), (32, 1024, 1024, 512),
+                                         (5, 136, 1000, 40)])
+def test_tf32_nt_products(batch, m, n, k):
+    """fp32 operands at tf32, both K-major (nt; other layouts refused: wgmma reads 32-bit
+    operands K-major only): ragged tiles, K past the last 32-deep step, single and batched,
+    NaN-poisoned output; through the API too (linear, bmm of a transposed B)."""
+    if not _hopper():
+        pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
+    a, b = _batch(batch, m, n, k, "nt", torch.float32)
+    if batch == 1:
+        a, b = a[0], b[0]
+    out = torch.full((*a.shape[:-2], m, n), float("nan"), device=DEVICE)
+    assert pingpong.supports(a, b, out)
+    assert not pingpong.supports(a, b.contiguous(), out)  # nn
+    assert not pingpong.supports(a.mT.contiguous().mT, b, out)  # tn
+    pingpong.matmul(a, b, out, torch.cuda.get_device_properties(0).multi_processor_count)
+    assert last_config() == f"pp{'b' if batch > 1 else ''}_128x128x32"
+    assert_close(out, a.double() @ b.double(), torch.float32, "tf32",
+                 f"tf32 nt {batch} x {m}x{n}x{k}", operands=(a, b) if batch == 1 else (a[0], b[0]))
+
+
+@gpu_only
+def test_the_api_runs_tf32_nt_products_in_the_window_here():
+    if not _hopper():
+        pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
+    x, w, bias = randn(4096, 1024), randn(4096, 1024), randn(4096)
+    y = triton_gemm.linear(x, w, bias, precision="tf32")
+    assert last_config() == "pp_128x128x32"
+    assert_close(y, x.double() @ w.double().T + bias.double(), torch.float32, "tf32",
+                 "tf32 linear", operands=(x, w.T))
+    a, b = _batch(16, 1024, 1024, 512, "nt", torch.float32)
+    y = triton_gemm.bmm(a, b, precision="tf32")
+    assert last_config() == "ppb_128x128x32"
+    assert_close(y, a.double() @ b.double(), torch.float32, "tf32", "tf32 bmm nt",
+                 operands=(a[0], b[0]))
+    y = triton_gemm.bmm(a, b, precision="tf32x3")
+    assert not last_config().startswith("pp")

@@ -543,10 +543,14 @@ def _tma_rows(t: torch.Tensor, contiguous_dim: int) -> bool:
     return strides[contiguous_dim] == 1 and _persistent._tma_ok(t, strides[3 - contiguous_dim])
 
 
-def _pingpong_fits(a: torch.Tensor, b: torch.Tensor, sms: int) -> bool:
-    """A (B, M, K) a and (B, K, N) b that kernels/pingpong.py runs faster: see PINGPONG."""
+def _pingpong_fits(a: torch.Tensor, b: torch.Tensor, sms: int, precision: str) -> bool:
+    """A (B, M, K) a and (B, K, N) b that kernels/pingpong.py runs faster at this precision
+    (16-bit; tf32 with both operands K-major as given): see PINGPONG."""
     batch, m, k = a.shape
     n = b.shape[2]
+    if not (precision == "half"
+            or precision == "tf32" and a.stride(2) == 1 and b.stride(1) == 1):
+        return False
     tiles = batch * -(-m // _pingpong.TILE[0]) * -(-n // _pingpong.TILE[1])
     return (PINGPONG and PINGPONG_MIN_K <= k <= PINGPONG_MAX_K
             and tiles >= PINGPONG_MIN_TILES_PER_SM * sms
@@ -624,8 +628,7 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         fed = (REGISTER_FED_BATCHED and precision == "tf32" and fed_layout is not None
                and (pad or not fed_layout[3]))
         return Plan(pad and not as_given, a_k_major, b_k_major, batched=True,
-                    register_fed=fed,
-                    pingpong=precision == "half" and _pingpong_fits(a, b, sms))
+                    register_fed=fed, pingpong=_pingpong_fits(a, b, sms, precision))
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
@@ -675,8 +678,8 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         # One operand MN-major, the other K-major: see REGISTER_FED. The copy stays in the
         # plan for the calls the kernel does not take (an epilogue, unaligned rows).
         return Plan(False, a_k_major, b_k_major, persistent=True, register_fed=True)
-    if (precision == "half" and persistent and not pad and direct is None and not mid
-            and _pingpong_fits(a, b, sms)):
+    if (persistent and not pad and direct is None and not mid
+            and _pingpong_fits(a, b, sms, precision)):
         return Plan(False, False, False, persistent=True, pingpong=True)
     if (WIDE and precision == "half" and persistent and not pad and direct is None
             and not mid and core is None and wave_rows is None and _wide_fills(m, n, sms)):
@@ -1076,7 +1079,8 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
         operands = (a[0], b[0], out[0]) if a.shape[0] == 1 else (a, b, out)
         has_d, d_full = epilogue_input(d, beta, out)
         d_full = (d_full[0] if a.shape[0] == 1 else d_full) if has_d else None
-        if (_pingpong.bias_rows(d_full) and _pingpong.supports(*operands)
+        if (precision in ("half", "tf32") and _pingpong.bias_rows(d_full)
+                and _pingpong.supports(*operands)
                 and all(_pingpong.rows_aligned(t) for t in (a, b, out))):
             _pingpong.matmul(*operands, _persistent.gpu_sms(a.device)[0], d=d_full,
                              alpha=alpha, beta=beta, activation=activation)

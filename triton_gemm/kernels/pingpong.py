@@ -52,6 +52,10 @@ from .register_fed import (_descriptor, _load, _ring_layout, _store_chunk,
 # 85.9; a 64x256 tile a warpgroup (4 stages) 4096^3 nt 208.4 against 192.0, 16 x
 # 2048x384x2048 187.8 against 85.9.
 TILE = (128, 128, 64, 5, 4)
+# tf32 (fp32 operands, both K-major: wgmma reads 32-bit operands from shared memory only
+# so): K steps of the same 128 bytes, C in fp32 chunks (229656 bytes of shared memory,
+# offline sm_90a).
+TF32_TILE = (128, 128, 32, 5, 4)
 GROUP_M = 8
 WARPS = 4  # a warpgroup each; the kernel has two and a TMA warp
 LOADER_REGS = 24
@@ -129,7 +133,8 @@ def _consumer(a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi, M
     buffers (epi) while the other warpgroup's K loop runs."""
     STAGES: gl.constexpr = a_ring.type.shape[0]
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN, 16])
+        version=[3, 0], warps_per_cta=[gl.num_warps(), 1],
+        instr_shape=[16, BN, 256 // a_desc.dtype.primitive_bitwidth])  # K: 32 bytes
     first, walkers, mine, rows, columns, k_steps = _walk(M, N, K, BATCH, BM, BN, BK)
     for j in range(WHO, mine, 2):
         product, off_m, off_n = _origin(j, first, walkers, rows, columns, BM, BN, GROUP_M)
@@ -281,12 +286,19 @@ def rows_aligned(t: torch.Tensor) -> bool:
     return all(s * t.element_size() % 128 == 0 for s in strides)
 
 
+def tile_for(dtype: torch.dtype) -> tuple:
+    """The tile for operands of dtype: TILE at 16 bits, TF32_TILE for fp32."""
+    return TF32_TILE if dtype == torch.float32 else TILE
+
+
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether fp16 / bf16 a (M, K), b (K, N) and a row-major out (M, N) of their dtype, or
-    batches of them (3-D, no broadcast batch), run here: on a Hopper GPU, outside the
-    interpreter, each operand as TMA reads it (16-byte aligned base and strides)."""
+    """Whether fp16 / bf16 a (M, K), b (K, N) in any layout, or fp32 ones (run at tf32)
+    both K-major (a row-major A, a transposed B: nt), and a row-major out (M, N) of their
+    dtype, or batches of them (3-D, no broadcast batch), run here: on a Hopper GPU,
+    outside the interpreter, each operand as TMA reads it (16-byte aligned base and
+    strides)."""
     if INTERPRETER or not (a.dtype == b.dtype == out.dtype
-                           and a.dtype in (torch.float16, torch.bfloat16)):
+                           and a.dtype in (torch.float16, torch.bfloat16, torch.float32)):
         return False
     if not (a.dim() == b.dim() == out.dim() and a.dim() in (2, 3)) or not hopper(a.device):
         return False
@@ -294,6 +306,8 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
     if layout is None or out.stride(-1) != 1 or min(a.shape + b.shape) == 0:
         return False
     a_t, b_t = layout
+    if a.dtype == torch.float32 and (a_t or not b_t):
+        return False  # wgmma reads 32-bit operands K-major only
     if a.dim() == 3:
         return (_batched_tma_ok(a, 1 if a_t else 2) and _batched_tma_ok(b, 1 if b_t else 2)
                 and _batched_tma_ok(out, 2))
@@ -308,16 +322,17 @@ def bias_rows(d: torch.Tensor | None) -> bool:
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
-           tile: tuple = TILE, d: torch.Tensor | None = None, *, alpha: float = 1.0,
+           tile: tuple | None = None, d: torch.Tensor | None = None, *, alpha: float = 1.0,
            beta: float = 0.0, activation: int = 0) -> torch.Tensor:
     """out = act(alpha * a @ b + beta * d) (2-D, or 3-D: product by product) for operands
     supports() accepts, d None or expanded to out's shape with rows all one row
     (bias_rows), in one persistent launch of at most `sms` programs; activation: an
-    epilogue.ACTIVATIONS code; tile: (BM, BN, BK, STAGES, CHUNKS). Returns out."""
+    epilogue.ACTIVATIONS code; tile: (BM, BN, BK, STAGES, CHUNKS), default tile_for's
+    (fp32 operands run at tf32). Returns out."""
     if not bias_rows(d):
         raise ValueError("pingpong.matmul: d must have rows all one row (a bias), stride "
                          f"{d.stride()}; run other inputs through dispatch")
-    bm, bn, bk, stages, chunks = tile
+    bm, bn, bk, stages, chunks = tile or tile_for(a.dtype)
     a_t, b_t = _layout(a, b)
     m, k = a.shape[-2:]
     n = b.shape[-1]
@@ -342,5 +357,5 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
     run_kernel(_pingpong_kernel, (grid, ), args, constexprs)
     record(triton.Config({"PINGPONG": True, "BM": bm, "BN": bn, "BK": bk,
                           "PRODUCTS": a.dim() == 3}, num_warps=2 * WARPS, num_stages=stages),
-           "half")
+           "tf32" if a.dtype == torch.float32 else "half")
     return out
