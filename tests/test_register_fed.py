@@ -81,8 +81,9 @@ def _batch(batch, m, n, k, layout, empty=False):
 
 def test_tf32_batches_plan_the_register_fed_launch(monkeypatch):
     """Batches of tf32 nn and tt products: the batched plan with its K-major copy behind
-    the register-fed launch (REGISTER_FED_BATCHED); nt (both K-major, read as given) and
-    tn (both staged) keep the batched kernel alone, as does the switch off; rows off ALIGN
+    the register-fed launch (REGISTER_FED_BATCHED); nt (both K-major, read as given: the
+    ping-pong kernel over this K) and tn (both staged) keep the batched kernel, as does the
+    switch off; rows off ALIGN
     (padded copies behind) nn and nt take the launch."""
     shapes = dict(batch=8, m=1024, n=1024, k=1024)
     plans = {layout: dispatch.plan(*_batch(**shapes, layout=layout, empty=True), "tf32", SMS,
@@ -90,7 +91,8 @@ def test_tf32_batches_plan_the_register_fed_launch(monkeypatch):
              for layout in ("nn", "tt", "nt", "tn")}
     assert plans["nn"] == dispatch.Plan(False, False, True, batched=True, register_fed=True)
     assert plans["tt"] == dispatch.Plan(False, True, False, batched=True, register_fed=True)
-    assert plans["nt"] == dispatch.Plan(False, False, False, batched=True)
+    # nt over this K runs ping-pong (dispatch.PINGPONG), the batched kernel behind it.
+    assert plans["nt"] == dispatch.Plan(False, False, False, batched=True, pingpong=True)
     assert plans["tn"] == dispatch.Plan(False, True, True, batched=True)
     # Rows off ALIGN (1000 fp32): the copies behind pad, the launch reads them as given.
     # and so nt where they would pad.
