@@ -1,5 +1,6 @@
-"""Ping-pong: fp16 / bf16 products whose tile epilogue runs while the tensor cores work on
-the next tile. Hopper only, in Gluon (no interpreter).
+"""Ping-pong: fp16 / bf16 products (and tf32 ones with both operands K-major) whose tile
+epilogue runs while the tensor cores work on the next tile. Hopper only, in Gluon (no
+interpreter).
 
 The library's 16-bit kernels (persistent, batched, register_fed's nt path) run a tile's K
 loop and then its epilogue (accumulator to 16 bits, through shared memory, TMA store) in the
@@ -16,8 +17,9 @@ from interleaving, the turns keep the ring's phase parities sound: a warpgroup w
 slot's ready barrier only once the slot's previous load (the other warpgroup's or its own)
 has been waited on, so a wait never runs two phases ahead of the slot.
 
-Operands in any layout: A (M, K) K-major or M-major, B (K, N) N-major or K-major; wgmma
-reads 16-bit operands from shared memory in either major order. Batches walk every
+16-bit operands in any layout: A (M, K) K-major or M-major, B (K, N) N-major or K-major;
+wgmma reads 16-bit operands from shared memory in either major order (32-bit ones K-major
+only: tf32 takes nt, TF32_TILE). Batches walk every
 product's tiles through 3-D descriptors, as kernels/register_fed.py's bmm does. The
 epilogue takes alpha, beta, a D whose rows are all one row (a bias; a row per product)
 and the fused activations (linear, addmm, baddbmm with a bias); dispatch.PINGPONG says
