@@ -359,8 +359,8 @@ REGISTER_FED_BATCHED = True
 # (39.3); 32 x 1024^3 nn 108.0 / 115.4 (108.3), nt 107.5 / 115.8 (108.5); 8 x 2048x2048x1024
 # nn 101.1 / 107.1 (104.0). Over a longer K its 128x128 tiles read more of L2 per product
 # than the 128x256 ones and lose: 8 x 2048^3 nn 201.0 / 200.3 (199.1), 16 x 2048x384x2048 nn
-# 85.9 / 86.0 (79.5; eight chunks), 2048x4096x4096 nt 95.8 / 95.1 (93.2), 4096^3 nt 200.6 / 190.4 (192.7),
-# 4 x 4096^3 nt 848.2 / 813.9 (835.7). Rows off 128 bytes (1000 fp16) lose at any K: 32 x
+# 85.9 / 86.0 (79.5; eight chunks), 2048x4096x4096 nt 95.8 / 95.1 (93.2), 4096^3 nt 200.6
+# / 190.4 (192.7), 4 x 4096^3 nt 848.2 / 813.9 (835.7). Rows off 128 bytes (1000 fp16) lose at any K: 32 x
 # 1000^3 nn 220.9 / 156.4 (127.9), 32 x 1024x1024x1000 nn (A's rows 2000 bytes) 137.9 /
 # 118.6 (109.9). With a bias (--bias: addmm / baddbmm, cuBLAS's beside): 8192x4096x512 nt
 # 56.1 / 65.0 (64.6), 4096x4096x1024 nt 51.4 / 55.1 (56.5), 16 x 1024^2 x 512 33.4 / 37.1
