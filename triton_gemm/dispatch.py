@@ -348,26 +348,26 @@ BATCHED_MIN_MN = 128
 # (128x256) and 258.7 (128x128).
 REGISTER_FED_BATCHED = True
 # 16-bit products (and tf32 ones with both operands K-major, nt) over a K of
-# PINGPONG_MIN_K..PINGPONG_MAX_K with at least
-# PINGPONG_MIN_TILES_PER_SM 128x128 tiles an SM, every row on 128 bytes, run on
-# kernels/pingpong.py (two wgmma warpgroups taking turns: each tile's epilogue behind the
-# other's K loop) where run() finds an epilogue it takes (none, or a bias row: any alpha,
-# beta and activation; pingpong.bias_rows). perf/pingpong_probe.py,
-# H100, fp16, CUDA-graph time after the L2 flush, three interleaved rounds, us, ping-pong /
-# the library before (cuBLAS): 4096x4096x1024 nt 52.2 / 54.4 (54.2); 2048x2048x1024 nn
-# 18.5 / 18.8 (18.4); 16 x 1024x1024x512 nn 33.3 / 35.9 (34.2); 64 x 512^3 nn 37.9 / 40.5
-# (39.3); 32 x 1024^3 nn 108.0 / 115.4 (108.3), nt 107.5 / 115.8 (108.5); 8 x 2048x2048x1024
-# nn 101.1 / 107.1 (104.0). Over a longer K its 128x128 tiles read more of L2 per product
-# than the 128x256 ones and lose: 8 x 2048^3 nn 201.0 / 200.3 (199.1), 16 x 2048x384x2048 nn
-# 85.9 / 86.0 (79.5; eight chunks), 2048x4096x4096 nt 95.8 / 95.1 (93.2), 4096^3 nt 200.6
-# / 190.4 (192.7), 4 x 4096^3 nt 848.2 / 813.9 (835.7). Rows off 128 bytes (1000 fp16) lose at any K: 32 x
-# 1000^3 nn 220.9 / 156.4 (127.9), 32 x 1024x1024x1000 nn (A's rows 2000 bytes) 137.9 /
-# 118.6 (109.9). With a bias (--bias: addmm / baddbmm, cuBLAS's beside): 8192x4096x512 nt
-# 56.1 / 65.0 (64.6), 4096x4096x1024 nt 51.4 / 55.1 (56.5), 16 x 1024^2 x 512 33.4 / 37.1
-# (76.4). tf32 nt (--dtype tf32; the persistent or batched kernel before; cuBLAS tf32):
-# 4096x4096x1024 101.0 / 105.1 (94.9), 8192^2 x 1024 412.0 / 424.9 (408.4), 8192x4096x512
-# 110.1 / 128.9 (104.3), 16 x 1024^2 x 512 63.1 / 68.5 (64.1), 8 x 1024^3 55.7 / 58.9
-# (64.8), 8 x 4096^2 x 512 433.9 / 517.9 (429.5).
+# PINGPONG_MIN_K..PINGPONG_MAX_K with at least PINGPONG_MIN_TILES_PER_SM 128x128 tiles an
+# SM, every row on 128 bytes, run on kernels/pingpong.py (two wgmma warpgroups taking
+# turns: each tile's epilogue behind the other's K loop) where run() finds an epilogue it
+# takes (none, or a bias row: any alpha, beta and activation; pingpong.bias_rows).
+# perf/pingpong_probe.py, H100, fp16, CUDA-graph time after the L2 flush, three interleaved
+# rounds, us, ping-pong / the library before (cuBLAS): 4096x4096x1024 nt 52.2 / 54.4
+# (54.2); 2048x2048x1024 nn 18.5 / 18.8 (18.4); 16 x 1024x1024x512 nn 33.3 / 35.9 (34.2);
+# 64 x 512^3 nn 37.9 / 40.5 (39.3); 32 x 1024^3 nn 108.0 / 115.4 (108.3), nt 107.5 / 115.8
+# (108.5); 8 x 2048x2048x1024 nn 101.1 / 107.1 (104.0). Over a longer K its 128x128 tiles
+# read more of L2 per product than the 128x256 ones and lose: 8 x 2048^3 nn 201.0 / 200.3
+# (199.1), 16 x 2048x384x2048 nn 85.9 / 86.0 (79.5; eight chunks), 2048x4096x4096 nt 95.8 /
+# 95.1 (93.2), 4096^3 nt 200.6 / 190.4 (192.7), 4 x 4096^3 nt 848.2 / 813.9 (835.7). Rows
+# off 128 bytes (1000 fp16) lose at any K: 32 x 1000^3 nn 220.9 / 156.4 (127.9), 32 x
+# 1024x1024x1000 nn (A's rows 2000 bytes) 137.9 / 118.6 (109.9). With a bias (--bias: addmm
+# / baddbmm, cuBLAS's beside): 8192x4096x512 nt 56.1 / 65.0 (64.6), 4096x4096x1024 nt 51.4
+# / 55.1 (56.5), 16 x 1024^2 x 512 33.4 / 37.1 (76.4). tf32 nt (--dtype tf32; the
+# persistent or batched kernel before; cuBLAS tf32): 4096x4096x1024 101.0 / 105.1 (94.9),
+# 8192^2 x 1024 412.0 / 424.9 (408.4), 8192x4096x512 110.1 / 128.9 (104.3), 16 x 1024^2 x
+# 512 63.1 / 68.5 (64.1), 8 x 1024^3 55.7 / 58.9 (64.8), 8 x 4096^2 x 512 433.9 / 517.9
+# (429.5).
 PINGPONG = True
 PINGPONG_MIN_K = 512
 PINGPONG_MAX_K = 1024
