@@ -19,11 +19,11 @@ has been waited on, so a wait never runs two phases ahead of the slot.
 
 16-bit operands in any layout: A (M, K) K-major or M-major, B (K, N) N-major or K-major;
 wgmma reads 16-bit operands from shared memory in either major order (32-bit ones K-major
-only: tf32 takes nt, TF32_TILE). Batches walk every
-product's tiles through 3-D descriptors, as kernels/register_fed.py's bmm does. The
-epilogue takes alpha, beta, a D whose rows are all one row (a bias; a row per product)
-and the fused activations (linear, addmm, baddbmm with a bias); dispatch.PINGPONG says
-where it runs and has the measurements.
+only: tf32 takes nt, TF32_TILE). Batches walk every product's tiles through 3-D
+descriptors, as kernels/register_fed.py's bmm does. The epilogue takes alpha, beta, a D
+whose rows are all one row (a bias; a row per product) and the fused activations (linear,
+addmm, baddbmm with a bias); dispatch.PINGPONG says where it runs and has the
+measurements.
 """
 
 from __future__ import annotations
