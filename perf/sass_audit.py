@@ -313,6 +313,17 @@ def wgmma_register_hazards(sass: str) -> list:
     return found
 
 
+def _gluon_descriptor(block: list, dtype: str, batched: bool) -> str:
+    """A Gluon kernel's host TMA descriptor argument type for an offline compile: dtype
+    (fp32, fp16, bf16) boxes of block, with a product dimension of 1 first when batched,
+    in the NVMMA shared layout the launches give it (register_fed._descriptor)."""
+    from triton.experimental.gluon import language as gl
+    gl_dtype = {"fp32": gl.float32, "fp16": gl.float16, "bf16": gl.bfloat16}[dtype]
+    block = [1] * batched + list(block)
+    layout = gl.NVMMASharedLayout.get_default_for(block, gl_dtype)
+    return f"tensordesc<{dtype}[{', '.join(map(str, block))}],{layout!r}>"
+
+
 def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
                         x_smem: bool = False, dtype: str = "fp32",
                         batched: bool = False) -> dict:
@@ -324,7 +335,6 @@ def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
     wgmma_register_hazards of its SASS, and with clusters its PTX's multicast loads, remote
     arrives and whether its shared memory lies where the kernel's PTX strings address it
     (register_fed._check_offsets)."""
-    from triton.experimental.gluon import language as gl
     from triton_gemm.kernels import register_fed as rf
     elem = 4 if dtype == "fp32" else 2
     constexprs = {**rf.kernel_constexprs(out_t, ctas, x_smem, elem), "BATCHED": batched}
@@ -332,12 +342,9 @@ def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
     y_block = [rf.BQ // ctas, bk]
     x_block = [rf.BP, bk] if x_smem else [bk, rf.BP]
     c_block = [rf.BQ // 8, rf.BP] if out_t else [rf.BP, rf.BQ // 8]
-    gl_dtype = {"fp32": gl.float32, "fp16": gl.float16, "bf16": gl.bfloat16}[dtype]
 
     def desc(block):
-        block = [1] * batched + block
-        layout = gl.NVMMASharedLayout.get_default_for(block, gl_dtype)
-        return f"tensordesc<{dtype}[{', '.join(map(str, block))}],{layout!r}>"
+        return _gluon_descriptor(block, dtype, batched)
     signature = {"x_desc": desc(x_block), "y_desc": desc(y_block), "c_desc": desc(c_block),
                  "P": "i32", "Q": "i32", "K": "i32", "BATCH": "i32"}
     kernel = compile_gluon(rf._register_fed_kernel, signature, constexprs,
@@ -517,15 +524,11 @@ def pingpong_report(a_t: bool = False, b_t: bool = True, dtype: str = "fp16",
     has_d: a bias row in the epilogue; activation: an epilogue.ACTIVATIONS code): shared
     memory, ptxas's registers, spills and warnings under the kernel's register cap, and its
     tensor-core opcodes."""
-    from triton.experimental.gluon import language as gl
     from triton_gemm.kernels import pingpong as pp
     bm, bn, bk, stages, chunks = tile or (pp.TF32_TILE if dtype == "fp32" else pp.TILE)
-    gl_dtype = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp32": gl.float32}[dtype]
 
     def desc(block):
-        block = [1] * batched + block
-        layout = gl.NVMMASharedLayout.get_default_for(block, gl_dtype)
-        return f"tensordesc<{dtype}[{', '.join(map(str, block))}],{layout!r}>"
+        return _gluon_descriptor(block, dtype, batched)
     signature = {"a_desc": desc([bk, bm] if a_t else [bm, bk]),
                  "b_desc": desc([bn, bk] if b_t else [bk, bn]),
                  "c_desc": desc([bm, bn // chunks]), "d_ptr": f"*{dtype}", "M": "i32",

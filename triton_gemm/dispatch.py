@@ -514,8 +514,8 @@ class Plan(NamedTuple):
                              # (SMALL_WAVE)
     batched: bool = False  # a batch of products on kernels/batched.py (BATCHED), where it
                            # can take the call; else the plain kernel
-    pingpong: bool = False  # 16-bit: kernels/pingpong.py (PINGPONG), where run() finds it
-                            # can take the call; else the rest of the plan
+    pingpong: bool = False  # 16-bit, tf32 nt: kernels/pingpong.py (PINGPONG), where run()
+                            # finds it can take the call; else the rest of the plan
 
     @property
     def copies(self) -> bool:

@@ -39,9 +39,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
 from .batched import _tma_ok as _batched_tma_ok
 from .common import INTERPRETER, cdiv, hopper, record, run_kernel
 from .epilogue import apply_activation
-from .persistent import _tma_ok, programs, tile_origin
-from .register_fed import (_descriptor, _load, _ring_layout, _store_chunk,
-                           max_registers)
+from .persistent import _tma_ok, programs
+from .register_fed import (_descriptor, _load, _ring_layout, _store_chunk, _tile_origin,
+                           claim_slot, max_registers, ring_barriers)
 
 # (BM, BN, BK, STAGES, CHUNKS): a warpgroup's tile (its accumulator 128 fp32 registers a
 # thread at 128x128), the ring (32 KB a slot at 128x128x64), and the epilogue's chunks
@@ -69,47 +69,37 @@ MAX_REGISTERS = max_registers(2 * WARPS)
 
 @gluon.jit
 def _walk(M, N, K, BATCH, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr):
-    """(first tile, tile step, tiles in this program's walk, tile rows, tile columns, K
-    steps): program i walks tiles i, i + grid, ..., the products one after another."""
-    rows = gl.cdiv(M, BM)
+    """(first tile, tile step, tiles in this program's walk, tile columns, K steps): program
+    i walks tiles i, i + grid, ..., the products one after another."""
     columns = gl.cdiv(N, BN)
     first = gl.program_id(0)
     walkers = gl.num_programs(0)
-    tiles = BATCH * rows * columns
-    return (first, walkers, gl.cdiv(gl.maximum(tiles - first, 0), walkers), rows, columns,
+    tiles = BATCH * gl.cdiv(M, BM) * columns
+    return (first, walkers, gl.cdiv(gl.maximum(tiles - first, 0), walkers), columns,
             gl.cdiv(K, BK))
 
 
 @gluon.jit
-def _origin(j, first, walkers, rows, columns, BM: gl.constexpr, BN: gl.constexpr,
+def _origin(j, first, walkers, M, columns, BM: gl.constexpr, BN: gl.constexpr,
             GROUP_M: gl.constexpr):
-    """(product, off_m, off_n) of the j-th tile of this program's walk, each product's
-    tiles in persistent.tile_origin's grouped order."""
-    tile = first + j * walkers
-    product = tile // (rows * columns)
-    off_m, off_n = tile_origin(tile - product * (rows * columns), rows, columns, BM, BN,
-                               GROUP_M)
-    return product, off_m, off_n
+    """(product, off_m, off_n) of the j-th tile of this program's walk: register_fed's
+    batched walk with one CTA a cluster (its Q, rows of BQ, is M here; its P, N)."""
+    return _tile_origin(first + j * walkers, M, columns, 0, 1, BN, BM, GROUP_M)
 
 
 @gluon.jit
-def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi, M, N, K, BATCH,
-            d_ptr, stride_db, stride_dn, alpha, beta,
+def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BATCH,
             BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, GROUP_M: gl.constexpr,
-            A_T: gl.constexpr, B_T: gl.constexpr, BATCHED: gl.constexpr,
-            HAS_D: gl.constexpr, ACTIVATION: gl.constexpr, WHO: gl.constexpr):
+            A_T: gl.constexpr, B_T: gl.constexpr, BATCHED: gl.constexpr):
     """The TMA warp: every tile's K steps of A and B into the ring, in walk order, each
     slot once its consumer has handed it back. Past K (and M, N) TMA fills zeros."""
-    STAGES: gl.constexpr = a_ring.type.shape[0]
     nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
-    first, walkers, mine, rows, columns, k_steps = _walk(M, N, K, BATCH, BM, BN, BK)
+    first, walkers, mine, columns, k_steps = _walk(M, N, K, BATCH, BM, BN, BK)
     step = 0
     for j in range(mine):
-        product, off_m, off_n = _origin(j, first, walkers, rows, columns, BM, BN, GROUP_M)
+        product, off_m, off_n = _origin(j, first, walkers, M, columns, BM, BN, GROUP_M)
         for i in range(k_steps):
-            slot = step % STAGES
-            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(slot), nbytes)
+            slot = claim_slot(ready, empty, step, nbytes)
             if A_T:
                 a_at = [i * BK, off_m]
             else:
@@ -137,9 +127,9 @@ def _consumer(a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi, M
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[gl.num_warps(), 1],
         instr_shape=[16, BN, 256 // a_desc.dtype.primitive_bitwidth])  # K: 32 bytes
-    first, walkers, mine, rows, columns, k_steps = _walk(M, N, K, BATCH, BM, BN, BK)
+    first, walkers, mine, columns, k_steps = _walk(M, N, K, BATCH, BM, BN, BK)
     for j in range(WHO, mine, 2):
-        product, off_m, off_n = _origin(j, first, walkers, rows, columns, BM, BN, GROUP_M)
+        product, off_m, off_n = _origin(j, first, walkers, M, columns, BM, BN, GROUP_M)
         # Turn j // 2: warpgroup 0 waits for that many of warpgroup 1's K loops (none at
         # first: parity 1 passes a fresh barrier), warpgroup 1 for one more of 0's.
         mbarrier.wait(turn.index(WHO), ((j // 2) & 1) ^ (1 - WHO))
@@ -233,12 +223,8 @@ def _pingpong_kernel(a_desc, b_desc, c_desc, d_ptr, M, N, K, BATCH, stride_db, s
     chunk: gl.constexpr = _ring_layout_shape(c_desc)
     epi0 = gl.allocate_shared_memory(c_desc.dtype, [2] + chunk, _ring_layout(c_desc))
     epi1 = gl.allocate_shared_memory(c_desc.dtype, [2] + chunk, _ring_layout(c_desc))
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ready, empty = ring_barriers(STAGES)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
     for w in gl.static_range(2):
         mbarrier.init(turn.index(w), count=1)
     gl.warp_specialize([
@@ -248,9 +234,8 @@ def _pingpong_kernel(a_desc, b_desc, c_desc, d_ptr, M, N, K, BATCH, stride_db, s
         (_consumer, (a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi1, M, N,
                      K, BATCH, d_ptr, stride_db, stride_dn, alpha, beta, BM, BN, BK, GROUP_M,
                      A_T, B_T, BATCHED, HAS_D, ACTIVATION, 1)),
-        (_loader, (a_desc, b_desc, a_ring, b_ring, ready, empty, turn, c_desc, epi0, M, N, K,
-                   BATCH, d_ptr, stride_db, stride_dn, alpha, beta, BM, BN, BK, GROUP_M, A_T,
-                   B_T, BATCHED, HAS_D, ACTIVATION, 0)),
+        (_loader, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BATCH, BM, BN, BK,
+                   GROUP_M, A_T, B_T, BATCHED)),
     ], [gl.num_warps(), 1], [MMA_REGS, LOADER_REGS])
 
 
@@ -343,7 +328,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
     b_op = b.mT if b_t else b
     args = (_descriptor(a_op, [bk, bm] if a_t else [bm, bk]),
             _descriptor(b_op, [bn, bk] if b_t else [bk, bn]),
-            _descriptor(out, [bm, bn // chunks]), None if d is None else d, m, n, k, batch,
+            _descriptor(out, [bm, bn // chunks]), d, m, n, k, batch,
             0 if d is None or d.dim() == 2 else d.stride(0), 0 if d is None else d.stride(-1),
             alpha, beta)
     constexprs = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP_M": GROUP_M,
