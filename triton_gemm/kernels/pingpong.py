@@ -49,7 +49,8 @@ from .register_fed import (_descriptor, _load, _ring_layout, _store_chunk, _tile
 # H100, fp16, CUDA-graph us after the L2 flush, this tile / others (forty-ninth session):
 # in 8 chunks 4096x4096x1024 nt 51.2 / 56.1, 8192x4096x512 55.4 / 63.1, 4096x8192x1024 tn
 # 101.6 / 121.1, 16 x 1024^2 x 512 33.2 / 35.6 (32 x 1024^3 nn 108.0 / 108.3, 64 x 512^3
-# 38.1 / 38.0); in 2 chunks and 4 stages 32 x 1024^3 nn 108.0 / 116.4, 8 x 2048^3 201.0 /
+# 38.1 / 38.0, 132 x 256x384x512 40.7 / 40.6; 8 x 4096^2 x 512 nt 228.0 / 224.5, its
+# rounds spread 217-246); in 2 chunks and 4 stages 32 x 1024^3 nn 108.0 / 116.4, 8 x 2048^3 201.0 /
 # 205.7; 6 stages (8 chunks) 8 x 2048^3 230.8 against 5's 206.7, 16 x 2048x384x2048 92.5 /
 # 85.9; a 64x256 tile a warpgroup (4 stages) 4096^3 nt 208.4 against 192.0, 16 x
 # 2048x384x2048 187.8 against 85.9.
