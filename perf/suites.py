@@ -53,22 +53,23 @@ SUITES = {
     # Batches (bmm): attention's scores q @ k^T (heads x seq x seq over the head dimension,
     # K-major keys) and attn @ V, at Llama-7B's 32 heads of 128 and smaller; a batch of
     # square products, one of 16-byte rows off a 32-byte sector (1000), one of 384
-    # columns (3 x 128: 256-wide tiles would cover 512; batched.TALL), and two over a K of
-    # 512-1024 (16-bit ones run ping-pong: dispatch.PINGPONG).
+    # columns (3 x 128: 256-wide tiles would cover 512; batched.TALL), and three over a K
+    # of 256-1024 (16-bit ones run ping-pong: dispatch.PINGPONG).
     "batched": (Case(2048, 2048, 128, "nt", 32), Case(2048, 128, 2048, "nn", 32),
                 Case(4096, 4096, 128, "nt", 8), Case(1024, 1024, 64, "nt", 16),
                 Case(2048, 2048, 2048, "nn", 8), Case(1000, 1000, 1000, "nn", 32),
                 Case(2048, 384, 2048, "nn", 16), Case(1024, 1024, 512, "nn", 16),
-                Case(2048, 2048, 1024, "nn", 8)),
+                Case(2048, 2048, 1024, "nn", 8), Case(2048, 2048, 256, "nn", 8)),
     # Mid-size outputs (a few waves of tiles or fewer) over a long K: too large for split-K,
     # too small for the tiles that feed Hopper best (dispatch.K_MAJOR_MID_MIN_K).
     "mid": (Case(768, 768, 4096), Case(1024, 1024, 2048), Case(1024, 1024, 8192),
             Case(1536, 1536, 4096), Case(1024, 4096, 4096), Case(4096, 256, 8192)),
-    # Large outputs over a short K (a model of hidden size 512-1024, or a K-sliced layer):
-    # each tile's epilogue weighs against few K steps (16-bit ones run ping-pong:
-    # dispatch.PINGPONG).
+    # Large outputs over a short K (a model of hidden size 128-1024, a low-rank adapter's
+    # up-projection, or a K-sliced layer): each tile's epilogue weighs against few K steps
+    # (16-bit ones run ping-pong: dispatch.PINGPONG).
     "shortk": (Case(4096, 4096, 1024, "nt"), Case(8192, 8192, 1024, "nt"),
-               Case(8192, 4096, 512)),
+               Case(8192, 4096, 512), Case(8192, 8192, 256, "nt"), Case(4096, 4096, 256),
+               Case(8192, 8192, 128, "nt")),
 }
 
 # --quick: a few shapes that still show the ladder, every precision, and an odd size.

@@ -37,11 +37,12 @@ def _plan(batch, m, n, k, layout, dtype=torch.float16, precision="half"):
 @pytest.mark.parametrize("case", [(1, 4096, 4096, 1024, "nt"), (1, 8192, 4096, 512, "nn"),
                                   (1, 4096, 8192, 1024, "tn"), (16, 1024, 1024, 512, "nn"),
                                   (32, 1024, 1024, 1024, "nt"), (64, 512, 512, 512, "tt"),
-                                  (8, 2048, 2048, 1024, "nn")])
+                                  (8, 2048, 2048, 1024, "nn"), (1, 8192, 8192, 128, "nt"),
+                                  (1, 4096, 4096, 256, "nn"), (8, 2048, 2048, 256, "nn")])
 def test_short_k_16_bit_products_with_many_tiles_plan_the_ping_pong_kernel(case):
-    """The measured window (dispatch.PINGPONG): K 512..1024, two 128x128 tiles an SM and
-    more, rows on 128 bytes; batches keep the batched kernel behind it (for an epilogue),
-    single products the persistent kernel."""
+    """The measured window (dispatch.PINGPONG): K 128..1024 (batches 256..1024), two
+    128x128 tiles an SM and more, rows on 128 bytes; batches keep the batched kernel behind
+    it (for an epilogue), single products the persistent kernel."""
     p = _plan(*case)
     assert p.pingpong, p
     assert p.batched == (case[0] > 1) and p.persistent == (case[0] == 1), p
@@ -51,7 +52,8 @@ def test_short_k_16_bit_products_with_many_tiles_plan_the_ping_pong_kernel(case)
 @pytest.mark.parametrize("case,why", [
     ((1, 4096, 4096, 2048, "nt"), "K past PINGPONG_MAX_K"),
     ((8, 2048, 2048, 2048, "nn"), "K past PINGPONG_MAX_K"),
-    ((32, 2048, 2048, 128, "nt"), "K under PINGPONG_MIN_K"),
+    ((32, 2048, 2048, 128, "nt"), "K under PINGPONG_BATCHED_MIN_K"),
+    ((1, 8192, 8192, 64, "nt"), "K under PINGPONG_MIN_K"),
     ((1, 2048, 2048, 1024, "nn"), "256 tiles, under two an SM"),
     ((32, 1000, 1000, 1000, "nn"), "rows of 2000 bytes"),
     ((32, 1024, 1024, 1000, "nn"), "A's rows of 2000 bytes"),
@@ -310,3 +312,32 @@ def test_the_api_runs_tf32_nt_products_in_the_window_here():
                  operands=(a[0], b[0]))
     y = triton_gemm.bmm(a, b, precision="tf32x3")
     assert not last_config().startswith("pp")
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"), (torch.bfloat16, "half"),
+                                             (torch.float32, "tf32")],
+                         ids=["fp16", "bf16", "tf32"])
+def test_the_api_runs_the_window_down_to_its_short_ends(dtype, precision):
+    """The lower ends of the window (PINGPONG_MIN_K single, PINGPONG_BATCHED_MIN_K batched)
+    through the API: mm over K = 128 (two 64-deep steps at 16 bits, four at tf32) on 288
+    tiles, bmm over K = 256 here (512 tiles), a batch over K = 128 elsewhere; all against float64."""
+    if not _hopper():
+        pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
+    bk = pingpong.tile_for(dtype)[2]
+    k = dispatch.PINGPONG_MIN_K
+    x, w = randn(2048, k, dtype=dtype), randn(2304, k, dtype=dtype)
+    y = triton_gemm.linear(x, w, precision=precision)
+    assert last_config() == f"pp_128x128x{bk}"
+    assert_close(y, x.double() @ w.double().T, dtype, precision if dtype == torch.float32
+                 else None, "linear, K = 128", operands=(x, w.T))
+    a, b = _batch(8, 1024, 1024, dispatch.PINGPONG_BATCHED_MIN_K, "nt", dtype)
+    y = triton_gemm.bmm(a, b, precision=precision)
+    assert last_config() == f"ppb_128x128x{bk}"
+    assert_close(y, a.double() @ b.double(), dtype, precision if dtype == torch.float32
+                 else None, "bmm, K = 256", operands=(a[0], b[0]))
+    a, b = _batch(8, 1024, 1024, 128, "nt", dtype)
+    y = triton_gemm.bmm(a, b, precision=precision)
+    assert not last_config().startswith("pp")
+    assert_close(y, a.double() @ b.double(), dtype, precision if dtype == torch.float32
+                 else None, "bmm, K = 128", operands=(a[0], b[0]))

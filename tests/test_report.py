@@ -35,7 +35,7 @@ def test_suites():
         assert not (p.copies or p.split_k or p.persistent), (c, p)
     # The shortk suite and the batched suite's short-K rows are what dispatch.PINGPONG is
     # about: their 16-bit plans run ping-pong.
-    for c in suites.SUITES["shortk"] + suites.SUITES["batched"][-2:]:
+    for c in suites.SUITES["shortk"] + suites.SUITES["batched"][-3:]:
         a = torch.empty(c.batch, c.m, c.k, dtype=torch.float16)
         b = (torch.empty(c.batch, c.n, c.k, dtype=torch.float16).mT if c.layout == "nt"
              else torch.empty(c.batch, c.k, c.n, dtype=torch.float16))

@@ -348,10 +348,11 @@ BATCHED_MIN_MN = 128
 # (128x256) and 258.7 (128x128).
 REGISTER_FED_BATCHED = True
 # 16-bit products (and tf32 ones with both operands K-major, nt) over a K of
-# PINGPONG_MIN_K..PINGPONG_MAX_K with at least PINGPONG_MIN_TILES_PER_SM 128x128 tiles an
-# SM, every row on 128 bytes, run on kernels/pingpong.py (two wgmma warpgroups taking
-# turns: each tile's epilogue behind the other's K loop) where run() finds an epilogue it
-# takes (none, or a bias row: any alpha, beta and activation; pingpong.bias_rows).
+# PINGPONG_MIN_K (batches: PINGPONG_BATCHED_MIN_K)..PINGPONG_MAX_K with at least
+# PINGPONG_MIN_TILES_PER_SM 128x128 tiles an SM, every row on 128 bytes, run on
+# kernels/pingpong.py (two wgmma warpgroups taking turns: each tile's epilogue behind the
+# other's K loop) where run() finds an epilogue it takes (none, or a bias row: any alpha,
+# beta and activation; pingpong.bias_rows).
 # perf/pingpong_probe.py, H100, fp16, CUDA-graph time after the L2 flush, three interleaved
 # rounds, us, ping-pong / the library before (cuBLAS): 4096x4096x1024 nt 52.2 / 54.4
 # (54.2); 2048x2048x1024 nn 18.5 / 18.8 (18.4); 16 x 1024x1024x512 nn 33.3 / 35.9 (34.2);
@@ -369,7 +370,21 @@ REGISTER_FED_BATCHED = True
 # 512 63.1 / 68.5 (64.1), 8 x 1024^3 55.7 / 58.9 (64.8), 8 x 4096^2 x 512 433.9 / 517.9
 # (429.5).
 PINGPONG = True
-PINGPONG_MIN_K = 512
+# The window reached down to 512 first; the fiftieth session measured below it (same probe,
+# H100, graph us after the flush, three interleaved rounds, ping-pong / the library before
+# (cuBLAS)). Single products win from K = 128: fp16 8192^2 x 128 nt 54.9 / 58.4 (58.0),
+# 8192^2 x 192 nt 58.1 / 76.2 (61.6), 8192^2 x 256 nn 67.0 / 86.2 (69.8), 4096^2 x 256 nn
+# 20.4 / 23.6 (23.2), 8192x4096x256 tt 37.0 / 42.2 (40.0), 4096^2 x 384 tn 26.0 / 29.0
+# (28.9); bf16 8192^2 x 256 nt 66.3 / 85.8 (69.3); tf32 8192^2 x 128 nt 115.4 / 140.0
+# (122.7), 4096^2 x 256 nt 36.4 / 46.5 (39.9), 8192^2 x 256 nt 152.7 / 178.6 (138.6).
+# Batches from K = 256: fp16 8 x 2048^2 x 256 nn 39.2 / 45.3 (39.3), 32 x 1024^2 x 256 nt
+# 42.6 / 47.0 (42.6); bf16 8 x 2048^2 x 256 nt 39.4 / 44.8 (39.7); tf32 32 x 1024^2 x 256 nt
+# 82.2 / 101.9 (84.2), 16 x 2048^2 x 384 nt 184.2 / 233.0 (178.5); at K = 128 the batched
+# kernel's store-bound stream ran faster: fp16 32 x 2048^2 x 128 nt 119.6 / 114.7 (115.3),
+# 8 x 4096^2 x 128 nt 115.1 / 111.6 (112.1), tf32 32 x 2048^2 x 128 nt 253.3 / 249.2
+# (230.4). (fp16 16 x 1024^2 x 64 nt 16.6 / 16.9 (16.6): level.)
+PINGPONG_MIN_K = 128
+PINGPONG_BATCHED_MIN_K = 256
 PINGPONG_MAX_K = 1024
 PINGPONG_MIN_TILES_PER_SM = 2
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
@@ -556,7 +571,8 @@ def _pingpong_fits(a: torch.Tensor, b: torch.Tensor, sms: int, precision: str) -
             or precision == "tf32" and a.stride(2) == 1 and b.stride(1) == 1):
         return False
     tiles = batch * -(-m // _pingpong.TILE[0]) * -(-n // _pingpong.TILE[1])
-    return (PINGPONG and PINGPONG_MIN_K <= k <= PINGPONG_MAX_K
+    min_k = PINGPONG_BATCHED_MIN_K if batch > 1 else PINGPONG_MIN_K
+    return (PINGPONG and min_k <= k <= PINGPONG_MAX_K
             and tiles >= PINGPONG_MIN_TILES_PER_SM * sms
             and _pingpong.rows_aligned(a) and _pingpong.rows_aligned(b))
 
