@@ -382,7 +382,13 @@ PINGPONG = True
 # 82.2 / 101.9 (84.2), 16 x 2048^2 x 384 nt 184.2 / 233.0 (178.5); at K = 128 the batched
 # kernel's store-bound stream ran faster: fp16 32 x 2048^2 x 128 nt 119.6 / 114.7 (115.3),
 # 8 x 4096^2 x 128 nt 115.1 / 111.6 (112.1), tf32 32 x 2048^2 x 128 nt 253.3 / 249.2
-# (230.4). (fp16 16 x 1024^2 x 64 nt 16.6 / 16.9 (16.6): level.)
+# (230.4). (fp16 16 x 1024^2 x 64 nt 16.6 / 16.9 (16.6): level.) Tall single products over
+# K = 128, where C's store is most of the work, gain less or lose a little: fp16
+# 65536x2048x128 nt 114.3 / 116.3 (111.5), 32768x4096x128 nt 113.8 / 113.4 (109.3); tf32
+# 65536x2048x128 nt 236.7 / 230.2 (221.4). Those fp16 2-D shapes as the batches' stand-ins
+# (one A and C for all products, as a batch flattened into 2-D descriptors would read them)
+# ran 5% faster than the 3-D batches (120.3 and 114.7 us), still not past the batched
+# kernel: flattening was not tried.
 PINGPONG_MIN_K = 128
 PINGPONG_BATCHED_MIN_K = 256
 PINGPONG_MAX_K = 1024
