@@ -12,7 +12,8 @@ from triton_gemm.tolerances import assert_close
 # (name, M, N, K, dtype): one case per dispatcher path on a Hopper GPU.
 PATHS = [
     ("plain", 200, 300, 100, torch.float16),
-    ("persistent", 2048, 2048, 512, torch.float16),
+    ("persistent", 2048, 2048, 2048, torch.float16),
+    ("ping-pong", 2048, 2048, 512, torch.float16),
     ("split-K", 16, 4096, 4096, torch.bfloat16),
     ("padded", 1000, 1000, 1000, torch.float16),
     ("staged tf32", 1024, 1024, 1024, torch.float32),

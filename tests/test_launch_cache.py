@@ -344,7 +344,8 @@ def test_replayed_calls_match_float64_across_signatures(dtype):
 @gpu_only
 @pytest.mark.parametrize("m, n, k, dtype, precision", [
     (96, 80, 72, torch.float16, "half"),           # plain kernel, pointers
-    (2048, 2048, 512, torch.float16, "half"),      # persistent kernel, TMA descriptors
+    (2048, 2048, 2048, torch.float16, "half"),     # persistent kernel, TMA descriptors
+    (2048, 2048, 512, torch.float16, "half"),      # ping-pong kernel (Gluon)
     (1000, 1000, 1000, torch.float32, "tf32"),     # B's K-major copy, then the kernel
     (1024, 1024, 3072, torch.float32, "tf32x3"),   # the halves' copies, three products
     (127, 8191, 509, torch.float32, "ieee"),       # padded FMA copies
@@ -461,7 +462,7 @@ def test_2d_calls_replay_and_match_float64(dtype):
     a bias epilogue, and every output matches float64."""
     import triton_gemm
     precision = None if dtype == torch.float16 else "ieee"
-    shapes = [(96, 80, 72), (16, 256, 2048), (2048, 2048, 512)]
+    shapes = [(96, 80, 72), (16, 256, 2048), (2048, 2048, 2048)]
     launch_cache.clear()
     replayed = launch_cache.stats["replayed"]
     for _ in range(2):

@@ -38,11 +38,13 @@ def _plan(batch, m, n, k, layout, dtype=torch.float16, precision="half"):
                                   (1, 4096, 8192, 1024, "tn"), (16, 1024, 1024, 512, "nn"),
                                   (32, 1024, 1024, 1024, "nt"), (64, 512, 512, 512, "tt"),
                                   (8, 2048, 2048, 1024, "nn"), (1, 8192, 8192, 128, "nt"),
-                                  (1, 4096, 4096, 256, "nn"), (8, 2048, 2048, 256, "nn")])
+                                  (1, 4096, 4096, 256, "nn"), (8, 2048, 2048, 256, "nn"),
+                                  (1, 2048, 2048, 512, "nn")])
 def test_short_k_16_bit_products_with_many_tiles_plan_the_ping_pong_kernel(case):
-    """The measured window (dispatch.PINGPONG): K 128..1024 (batches 256..1024), two
-    128x128 tiles an SM and more, rows on 128 bytes; batches keep the batched kernel behind
-    it (for an epilogue), single products the persistent kernel."""
+    """The measured window (dispatch.PINGPONG): K 128..1024 (batches 256..1024), 1.9
+    128x128 tiles an SM and more (2048^2: 256 on 132 SMs), rows on 128 bytes; batches
+    keep the batched kernel behind it (for an epilogue), single products the persistent
+    kernel."""
     p = _plan(*case)
     assert p.pingpong, p
     assert p.batched == (case[0] > 1) and p.persistent == (case[0] == 1), p
@@ -54,7 +56,7 @@ def test_short_k_16_bit_products_with_many_tiles_plan_the_ping_pong_kernel(case)
     ((8, 2048, 2048, 2048, "nn"), "K past PINGPONG_MAX_K"),
     ((32, 2048, 2048, 128, "nt"), "K under PINGPONG_BATCHED_MIN_K"),
     ((1, 8192, 8192, 64, "nt"), "K under PINGPONG_MIN_K"),
-    ((1, 2048, 2048, 1024, "nn"), "256 tiles, under two an SM"),
+    ((1, 1536, 2048, 1024, "nt"), "192 tiles, 1.45 an SM"),
     ((32, 1000, 1000, 1000, "nn"), "rows of 2000 bytes"),
     ((32, 1024, 1024, 1000, "nn"), "A's rows of 2000 bytes"),
     ((8, 1000, 1024, 1024, "tn"), "A M-major, its rows of 2000 bytes"),

@@ -392,7 +392,13 @@ PINGPONG = True
 PINGPONG_MIN_K = 128
 PINGPONG_BATCHED_MIN_K = 256
 PINGPONG_MAX_K = 1024
-PINGPONG_MIN_TILES_PER_SM = 2
+# Tiles an SM: 2 at first; 256 tiles on 132 SMs (1.94 an SM, all but 8 SMs taking two)
+# gained too, 192 (1.45) lost (fiftieth session, same probe, us, ping-pong / the library
+# (cuBLAS)): fp16 2048^2 x 512 nn 13.5 / 13.9 (13.5), 2048^2 x 256 nn 10.8 / 11.1 (11.1),
+# 2048^2 x 1024 nn 18.5 / 18.8 (18.4, forty-ninth), tf32 2048^2 x 512 nt 19.7 / 21.3
+# (20.8); 192 tiles: fp16 1536x2048x1024 nt 18.0 / 15.9 (15.5), 2048x1536x512 nt 13.1 /
+# 12.1 (11.6). Between the two, not measured.
+PINGPONG_MIN_TILES_PER_SM = 1.9
 # Skinny products (M up to SKINNY_M rows) take the split-K kernel's 16/32-row tiles at any
 # N: the persistent kernel's 128-row tiles ran 16x28672x8192 fp16 at 231 us against
 # cuBLAS 176 us (memory floor ~157 us), reading B once but computing 8x the rows.
