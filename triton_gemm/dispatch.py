@@ -391,6 +391,10 @@ PINGPONG = True
 # kernel: flattening was not tried.
 PINGPONG_MIN_K = 128
 PINGPONG_BATCHED_MIN_K = 256
+# Past 1024 (fiftieth session, same probe): level or a little ahead at 4096^2 (fp16 nt
+# K = 1536 73.2 / 75.0 (74.8), 2048 96.4 / 97.5 (97.3); tf32 nt 1536 146.2 / 147.6 (148.6)),
+# level at 8192^2 x 1536 nt (302.3 / 301.5) and 8 x 2048^2 x 1536 (150.9 / 150.2), behind at
+# 8192^2 x 2048 nt (421.8 / 400.6 (416.7)): not worth a rule.
 PINGPONG_MAX_K = 1024
 # Tiles an SM: 2 at first; 256 tiles on 132 SMs (1.94 an SM, all but 8 SMs taking two)
 # gained too, 192 (1.45) lost (fiftieth session, same probe, us, ping-pong / the library
