@@ -385,10 +385,12 @@ PINGPONG = True
 # (230.4). (fp16 16 x 1024^2 x 64 nt 16.6 / 16.9 (16.6): level.) Tall single products over
 # K = 128, where C's store is most of the work, gain less or lose a little: fp16
 # 65536x2048x128 nt 114.3 / 116.3 (111.5), 32768x4096x128 nt 113.8 / 113.4 (109.3); tf32
-# 65536x2048x128 nt 236.7 / 230.2 (221.4). Those fp16 2-D shapes as the batches' stand-ins
-# (one A and C for all products, as a batch flattened into 2-D descriptors would read them)
-# ran 5% faster than the 3-D batches (120.3 and 114.7 us), still not past the batched
-# kernel: flattening was not tried.
+# 65536x2048x128 nt 236.7 / 230.2 (221.4). Those fp16 2-D shapes, as stand-ins for the
+# batches (one B for all products), ran 5% faster than the 3-D batches (120.3 and 114.7 us),
+# but not for the descriptors: batches walked as one 2-D product (A and C 2-D, B's products
+# stacked; tried, not kept) ran as the 3-D ones (same probe, 2-D / 3-D: 8 x 2048^2 x 1024
+# nn 102.7 / 102.3, x 256 39.1 / 39.2, 16 x 1024^2 x 512 33.2 / 33.2, 32 x 1024^2 x 256 nt
+# 42.8 / 42.9).
 PINGPONG_MIN_K = 128
 PINGPONG_BATCHED_MIN_K = 256
 # Past 1024 (fiftieth session, same probe): level or a little ahead at 4096^2 (fp16 nt
