@@ -247,22 +247,19 @@ def _ring_layout_shape(desc):
     return block[-2:]
 
 
+def _transposed(t: torch.Tensor) -> bool | None:
+    """Whether t's last two dims are stored transposed (contiguous along the second last,
+    not the last); None where contiguous along neither."""
+    if t.stride(-1) == 1:
+        return False
+    return True if t.stride(-2) == 1 else None
+
+
 def _layout(a: torch.Tensor, b: torch.Tensor):
     """(A_T, B_T): A stored M-major, B stored K-major (strides of the last two dims); None
     where either operand is contiguous along neither."""
-    if a.stride(-1) == 1:
-        a_t = False
-    elif a.stride(-2) == 1:
-        a_t = True
-    else:
-        return None
-    if b.stride(-1) == 1:
-        b_t = False
-    elif b.stride(-2) == 1:
-        b_t = True
-    else:
-        return None
-    return a_t, b_t
+    a_t, b_t = _transposed(a), _transposed(b)
+    return None if a_t is None or b_t is None else (a_t, b_t)
 
 
 def rows_aligned(t: torch.Tensor) -> bool:
