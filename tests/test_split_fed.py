@@ -223,8 +223,14 @@ def test_the_plan_tries_the_kernel_for_single_tf32x3_products_of_a_wave_of_tiles
     assert dispatch.plan(*_ops(1536, 1536, 1024), "tf32x3", sms).register_fed  # 144 tiles
     for shape in ((1024, 1024, 4096),      # 64 tiles
                   (8192, 8192, 1008),      # K under SPLIT_TF32_MIN_K
-                  (4096, 4097, 4096)):     # C's rows off 16 bytes
+                  (4096, 4097, 4096),      # C's rows off 16 bytes
+                  (64, 28672, 8192)):      # skinny: 224 tiles from N alone
         assert not dispatch.plan(*_ops(*shape), "tf32x3", sms).register_fed, shape
+    for m in (1, 16):  # a linear layer's skinny products keep GEMV and split-K
+        skinny = _ops(m, 28672, 8192, "row", "col")
+        assert dispatch.plan(*skinny, "tf32x3", sms) == dispatch._base_plan(
+            *skinny, "tf32x3", sms, True)
+        assert dispatch.plan(*skinny, "tf32x3", sms).gemv == (m == 1)
     batch = (torch.empty(2, 2048, 2048), torch.empty(2, 2048, 2048))
     assert not dispatch.plan(*batch, "tf32x3", sms).register_fed
     assert not dispatch.plan(*_ops(4096, 4096, 4096), "tf32x3", sms, False).register_fed

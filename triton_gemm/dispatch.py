@@ -188,6 +188,10 @@ REGISTER_FED = True
 # probe's unreplayed host work showed, against the library's plan then): 2048^3 159 vs 215,
 # 2048x2048x8192 645 vs 839, 1024x4096x4096 301 vs 423; 1536^3 (144 tiles, 1.09 waves)
 # alone 114 vs 163.
+# Skinny products (M up to SKINNY_M) keep their own plans (split-K, GEMV), which read the
+# weight once: a wave of 128-row tiles there came from N alone (16x28672x8192 nt: 224
+# tiles) and computed 8x the rows, 0.87x cuBLAS SGEMM on the H200 (report, fifty-first
+# session) where the split-K plan had read 1.58x on the H100.
 SPLIT_FED = True
 
 # fp32 FMA dots (ieee, the plain kernel) run fastest on an M-contiguous A and an
@@ -605,7 +609,8 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     batch, m, k = a.shape
     n = b.shape[2]
     if (SPLIT_FED and precision == "tf32x3" and tma and sms is not None and batch == 1
-            and k >= SPLIT_TF32_MIN_K and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
+            and m > SKINNY_M and k >= SPLIT_TF32_MIN_K
+            and (n * 4) % _persistent.TMA_ALIGN_BYTES == 0
             and -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE) >= sms):
         # kernels/split_fed.py first (SPLIT_FED); the plan otherwise made stays for the
         # calls it cannot take (run()).
