@@ -189,9 +189,10 @@ REGISTER_FED = True
 # 2048x2048x8192 645 vs 839, 1024x4096x4096 301 vs 423; 1536^3 (144 tiles, 1.09 waves)
 # alone 114 vs 163.
 # Skinny products (M up to SKINNY_M) keep their own plans (split-K, GEMV), which read the
-# weight once: a wave of 128-row tiles there came from N alone (16x28672x8192 nt: 224
-# tiles) and computed 8x the rows, 0.87x cuBLAS SGEMM on the H200 (report, fifty-first
-# session) where the split-K plan had read 1.58x on the H100.
+# weight once: a wave of 128-row tiles there comes from N alone (16x28672x8192 nt: 224
+# tiles) and computes up to 8x the rows. perf/split_fed_probe.py, H200, nt, eager after the
+# flush, three interleaved rounds, us, split-K plan / split_fed with its copy (SGEMM):
+# 16x28672x8192 237.1 / 591.9 (516.1), 64x28672x8192 456.1 / 553.9 (755.9).
 SPLIT_FED = True
 
 # fp32 FMA dots (ieee, the plain kernel) run fastest on an M-contiguous A and an
