@@ -37,7 +37,7 @@ from triton_gemm import dispatch  # noqa: E402
 from perf import bench  # noqa: E402
 from perf.simt_gluon_probe import add_checked, time_and_print  # noqa: E402
 from triton_gemm.kernels import batched, register_fed  # noqa: E402
-from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
+from triton_gemm.kernels.persistent import dram_gbps, gpu_sms  # noqa: E402
 from triton_gemm.tolerances import tolerance  # noqa: E402
 
 TILES = ("128,256,64,8,3,1", "128,128,64,8,4,0", "128,128,64,4,4,0", "256,128,64,8,3,1",
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
         library_config = triton_gemm.last_config()
         print(f"{spec}: the library runs {library_config}", flush=True)
         resolved = precision or "half"  # dispatch's name for the operands' precision
-        planned = dispatch.plan(a, b, resolved, sms)
+        planned = dispatch.plan(a, b, resolved, sms, dram_gbps=dram_gbps(a.device))
         if planned.register_fed:  # beside it, the plan's K-major copy (batched kernel)
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)
             add_checked(fns, "library copy", lambda a=a, b=b, out=out, d=d_full: dispatch.run(

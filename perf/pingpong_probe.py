@@ -31,7 +31,7 @@ from perf.batched_probe import operands  # noqa: E402
 from perf.simt_gluon_probe import add_checked, time_and_print  # noqa: E402
 from triton_gemm import dispatch  # noqa: E402
 from triton_gemm.kernels import pingpong  # noqa: E402
-from triton_gemm.kernels.persistent import gpu_sms  # noqa: E402
+from triton_gemm.kernels.persistent import dram_gbps, gpu_sms  # noqa: E402
 from triton_gemm.tolerances import tolerance  # noqa: E402
 
 # --dtype: operand dtype; tf32 runs fp32 operands at tf32 (cuBLAS with TF32 on).
@@ -75,7 +75,8 @@ def main(argv=None) -> int:
                 out, ref, f"{spec} library", bound)
         print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
         a3, b3 = (a, b) if a.dim() == 3 else (a[None], b[None])
-        planned = dispatch.plan(a3, b3, precision, sms)
+        planned = dispatch.plan(a3, b3, precision, sms,
+                                dram_gbps=dram_gbps(a.device))
         if planned.pingpong:
             out = torch.empty(ref.shape, device="cuda", dtype=dtype)
             add_checked(fns, "no ping-pong", lambda a=a3, b=b3, out=out, d=bias: dispatch.run(

@@ -69,7 +69,8 @@ def candidate_plans(a, b, precision: str) -> dict:
         plans["padded_a_m_major"] = dispatch.Plan(True, False, False, a_m_major=True)
     sms = (torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda
            else None)
-    auto = dispatch.plan(a, b, precision, sms)
+    auto = dispatch.plan(a, b, precision, sms,
+                         dram_gbps=dispatch._persistent.dram_gbps(a.device))
     if auto.wave_rows is not None:
         plans["auto_uncut"] = auto._replace(wave_rows=None)
     elif auto.persistent and auto.core is None and not auto.split_tf32 and sms:
@@ -131,7 +132,8 @@ def measure(case: Case, precision: str, paths: set | None = None) -> list[dict]:
         if paths is not None and name not in paths:
             continue
         shown = plan or dispatch.plan(a[None], b[None], lib_precision,
-                                      torch.cuda.get_device_properties(0).multi_processor_count)
+                                      torch.cuda.get_device_properties(0).multi_processor_count,
+                                      dram_gbps=dispatch._persistent.dram_gbps(a.device))
         row(name, lambda plan=plan: dispatch.run(a[None], b[None], out[None],
                                                  precision=lib_precision, force=plan),
             str(tuple(shown)))

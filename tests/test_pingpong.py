@@ -8,7 +8,7 @@ import torch
 from conftest import DEVICE, gpu_only, offline_build, randn, requires_kernels
 import triton_gemm
 from triton_gemm import configs, dispatch, last_config
-from triton_gemm.kernels import pingpong
+from triton_gemm.kernels import persistent, pingpong
 from triton_gemm.tolerances import assert_close
 
 SMS = 132
@@ -30,8 +30,9 @@ def _batch(batch, m, n, k, layout, dtype=torch.float16, empty=False):
     return a, b
 
 
-def _plan(batch, m, n, k, layout, dtype=torch.float16, precision="half"):
-    return dispatch.plan(*_batch(batch, m, n, k, layout, dtype, empty=True), precision, SMS)
+def _plan(batch, m, n, k, layout, dtype=torch.float16, precision="half", dram_gbps=None):
+    return dispatch.plan(*_batch(batch, m, n, k, layout, dtype, empty=True), precision, SMS,
+                         dram_gbps=dram_gbps)
 
 
 @pytest.mark.parametrize("case", [(1, 4096, 4096, 1024, "nt"), (1, 8192, 4096, 512, "nn"),
@@ -63,6 +64,22 @@ def test_short_k_16_bit_products_with_many_tiles_plan_the_ping_pong_kernel(case)
 ])
 def test_products_outside_the_window_keep_their_plans(case, why):
     assert not _plan(*case).pingpong, why
+
+
+def test_batches_over_k_128_take_it_on_fast_memory_only():
+    """PINGPONG_FAST_MEMORY_BATCHED_MIN_K: batches over K = 128 plan it from
+    PINGPONG_FAST_MEMORY_GBPS of DRAM bandwidth (an H200's 4915) and not below it (an H100's
+    3352, or unknown); K = 64 stays out, and single products do not depend on it."""
+    fast, slow = 4915.0, 3352.0
+    for dtype, precision in ((torch.float16, "half"), (torch.float32, "tf32")):
+        for case in ((32, 2048, 2048, 128, "nt"), (8, 4096, 4096, 128, "nt")):
+            assert _plan(*case, dtype, precision, fast).pingpong, (case, precision)
+            assert not _plan(*case, dtype, precision, slow).pingpong, (case, precision)
+            assert not _plan(*case, dtype, precision).pingpong, (case, precision)
+        assert not _plan(16, 2048, 2048, 64, "nt", dtype, precision, fast).pingpong
+    for gbps in (fast, slow, None):
+        assert _plan(1, 8192, 8192, 128, "nt", dram_gbps=gbps).pingpong
+        assert not _plan(1, 8192, 8192, 64, "nt", dram_gbps=gbps).pingpong
 
 
 def test_tf32_plans_it_only_for_k_major_operands(monkeypatch):
@@ -324,7 +341,7 @@ def test_the_api_runs_the_window_down_to_its_short_ends(dtype, precision):
     """The lower ends of the window (PINGPONG_MIN_K single, PINGPONG_BATCHED_MIN_K batched)
     through the API: mm over K = 128 (two 64-deep steps at 16 bits, four at tf32) on 288
     tiles, bmm over K = 256 here (512 tiles), a batch over K = 128 elsewhere; all against
-    float64."""
+    float64 (a batch over K = 128 takes it on fast memory: PINGPONG_FAST_MEMORY_GBPS)."""
     if not _hopper():
         pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
     bk = pingpong.tile_for(dtype)[2]
@@ -341,6 +358,7 @@ def test_the_api_runs_the_window_down_to_its_short_ends(dtype, precision):
                  operands=(a[0], b[0]))
     a, b = _batch(8, 1024, 1024, 128, "nt", dtype)
     y = triton_gemm.bmm(a, b, precision=precision)
-    assert not last_config().startswith("pp")
+    fast = persistent.dram_gbps(a.device) >= dispatch.PINGPONG_FAST_MEMORY_GBPS
+    assert last_config().startswith("pp") == fast, (last_config(), fast)
     assert_close(y, a.double() @ b.double(), dtype, precision, "bmm, K = 128",
                  operands=(a[0], b[0]))

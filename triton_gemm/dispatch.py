@@ -398,6 +398,15 @@ PINGPONG = True
 # 42.8 / 42.9).
 PINGPONG_MIN_K = 128
 PINGPONG_BATCHED_MIN_K = 256
+# On faster memory the batches' store-bound K = 128 goes to ping-pong as well: there the
+# batched kernel, its stores behind its own K loop, falls short of the memory while
+# ping-pong keeps it busy. Same probe, H200 (4915 GB/s declared), fifty-first session,
+# ping-pong / the batched kernel (cuBLAS): fp16 32 x 2048^2 x 128 nt 89.1 / 104.4 (89.7),
+# 8 x 4096^2 x 128 nt 87.9 / 104.4 (91.4); tf32 32 x 2048^2 x 128 nt 181.5 / 226.8
+# (181.1); on the H100 (3352 GB/s) it lost by 3-4% (figures above). The threshold sits
+# between the two devices measured.
+PINGPONG_FAST_MEMORY_GBPS = 4000
+PINGPONG_FAST_MEMORY_BATCHED_MIN_K = 128
 # Past 1024 (fiftieth session, same probe): level or a little ahead at 4096^2 (fp16 nt
 # K = 1536 73.2 / 75.0 (74.8), 2048 96.4 / 97.5 (97.3); tf32 nt 1536 146.2 / 147.6 (148.6)),
 # level at 8192^2 x 1536 nt (302.3 / 301.5) and 8 x 2048^2 x 1536 (150.9 / 150.2), behind at
@@ -585,28 +594,33 @@ def _tma_rows(t: torch.Tensor, contiguous_dim: int) -> bool:
     return strides[contiguous_dim] == 1 and _persistent._tma_ok(t, strides[3 - contiguous_dim])
 
 
-def _pingpong_fits(a: torch.Tensor, b: torch.Tensor, sms: int, precision: str) -> bool:
+def _pingpong_fits(a: torch.Tensor, b: torch.Tensor, sms: int, precision: str,
+                   dram_gbps: float | None) -> bool:
     """A (B, M, K) a and (B, K, N) b that kernels/pingpong.py runs faster at this precision
-    (16-bit; tf32 with both operands K-major as given): see PINGPONG."""
+    (16-bit; tf32 with both operands K-major as given) on a device of dram_gbps (None:
+    unknown, taken as slow): see PINGPONG."""
     batch, m, k = a.shape
     n = b.shape[2]
     if not (precision == "half"
             or precision == "tf32" and a.stride(2) == 1 and b.stride(1) == 1):
         return False
     tiles = batch * -(-m // _pingpong.TILE[0]) * -(-n // _pingpong.TILE[1])
-    min_k = PINGPONG_BATCHED_MIN_K if batch > 1 else PINGPONG_MIN_K
+    fast_memory = dram_gbps is not None and dram_gbps >= PINGPONG_FAST_MEMORY_GBPS
+    min_k = (PINGPONG_MIN_K if batch == 1 else PINGPONG_FAST_MEMORY_BATCHED_MIN_K
+             if fast_memory else PINGPONG_BATCHED_MIN_K)
     return (PINGPONG and min_k <= k <= PINGPONG_MAX_K
             and tiles >= PINGPONG_MIN_TILES_PER_SM * sms
             and _pingpong.rows_aligned(a) and _pingpong.rows_aligned(b))
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None,
-         tma: bool | None = None) -> Plan:
+         tma: bool | None = None, dram_gbps: float | None = None) -> Plan:
     """The path for (B, M, K) A and (B, K, N) B at a resolved precision; sms: the GPU's SM
     count (None: plain kernel only); tma: whether the persistent TMA kernel can run there
-    (Hopper; default: whenever sms is given)."""
+    (Hopper; default: whenever sms is given); dram_gbps: its memory's bandwidth (GB/s;
+    None: unknown, the slower device's rules)."""
     tma = sms is not None if tma is None else tma
-    p = _base_plan(a, b, precision, sms, tma)
+    p = _base_plan(a, b, precision, sms, tma, dram_gbps)
     batch, m, k = a.shape
     n = b.shape[2]
     if (SPLIT_FED and precision == "tf32x3" and tma and sms is not None and batch == 1
@@ -620,7 +634,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
 
 
 def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None,
-               tma: bool) -> Plan:
+               tma: bool, dram_gbps: float | None = None) -> Plan:
     """plan() less split_fed's claim on tf32x3 products."""
     batch, m, k = a.shape
     n = b.shape[2]
@@ -672,7 +686,7 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         fed = (REGISTER_FED_BATCHED and precision == "tf32" and fed_layout is not None
                and (pad or not fed_layout[3]))
         return Plan(pad and not as_given, a_k_major, b_k_major, batched=True,
-                    register_fed=fed, pingpong=_pingpong_fits(a, b, sms, precision))
+                    register_fed=fed, pingpong=_pingpong_fits(a, b, sms, precision, dram_gbps))
     tiles = -(-m // PERSISTENT_TILE) * -(-n // PERSISTENT_TILE)
     tma_kernel = (tma and sms is not None and batch == 1 and not split_k
                   and (precision == "half" or fp32_tensor_core))
@@ -723,7 +737,7 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         # plan for the calls the kernel does not take (an epilogue, unaligned rows).
         return Plan(False, a_k_major, b_k_major, persistent=True, register_fed=True)
     if (persistent and not pad and direct is None and not mid
-            and _pingpong_fits(a, b, sms, precision)):
+            and _pingpong_fits(a, b, sms, precision, dram_gbps)):
         return Plan(False, False, False, persistent=True, pingpong=True)
     if (WIDE and precision == "half" and persistent and not pad and direct is None
             and not mid and core is None and wave_rows is None and _wide_fills(m, n, sms)):
@@ -1094,7 +1108,8 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
     if force is not None:
         p = force
     else:
-        p = PLAIN if INTERPRETER else plan(a, b, precision, *_persistent.gpu_sms(a.device))
+        p = PLAIN if INTERPRETER else plan(a, b, precision, *_persistent.gpu_sms(a.device),
+                                           dram_gbps=_persistent.dram_gbps(a.device))
     if p.transposed:
         # C^T = B^T A^T by the rest of the plan; out^T is a strided view of out.
         run(b.transpose(1, 2), a.transpose(1, 2), out.transpose(1, 2),

@@ -454,6 +454,18 @@ def _num_sms(device_index: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
+def dram_gbps(device: torch.device) -> float | None:
+    """The device's declared DRAM bandwidth, GB/s (memory clock x bus width, as
+    triton.testing.get_dram_gbps: H100 SXM 3352, H200 4915); None off CUDA and in the
+    interpreter."""
+    if INTERPRETER or capability(device) is None:
+        return None
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    props = triton.runtime.driver.active.utils.get_device_properties(index)
+    return props["mem_clock_rate"] * props["mem_bus_width"] * 2 / 8e6
+
+
+@functools.lru_cache(maxsize=None)
 def gpu_sms(device: torch.device) -> tuple[int | None, bool]:
     """(SM count, whether TMA runs there: Hopper or newer, compute capability 9); (None,
     False) off CUDA and in the interpreter."""
