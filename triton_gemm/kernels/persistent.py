@@ -456,8 +456,8 @@ def _num_sms(device_index: int) -> int:
 @functools.lru_cache(maxsize=None)
 def dram_gbps(device: torch.device) -> float | None:
     """The device's declared DRAM bandwidth, GB/s (memory clock x bus width, as
-    triton.testing.get_dram_gbps: H100 SXM 3352, H200 4915); None off CUDA and in the
-    interpreter."""
+    triton.testing.get_dram_gbps: 4814 read on the lent H200; an H100 SXM's 2619 MHz x
+    5120 bits make 3352); None off CUDA and in the interpreter."""
     if INTERPRETER or capability(device) is None:
         return None
     index = device.index if device.index is not None else torch.cuda.current_device()
