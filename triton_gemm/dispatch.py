@@ -353,7 +353,8 @@ BATCHED_MIN_MN = 128
 # (128x256) and 258.7 (128x128).
 REGISTER_FED_BATCHED = True
 # 16-bit products (and tf32 ones with both operands K-major, nt) over a K of
-# PINGPONG_MIN_K (batches: PINGPONG_BATCHED_MIN_K)..PINGPONG_MAX_K with at least
+# PINGPONG_MIN_K (batches: PINGPONG_BATCHED_MIN_K, on fast memory
+# PINGPONG_FAST_MEMORY_BATCHED_MIN_K)..PINGPONG_MAX_K with at least
 # PINGPONG_MIN_TILES_PER_SM 128x128 tiles an SM, every row on 128 bytes, run on
 # kernels/pingpong.py (two wgmma warpgroups taking turns: each tile's epilogue behind the
 # other's K loop) where run() finds an epilogue it takes (none, or a bias row: any alpha,
