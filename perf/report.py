@@ -11,7 +11,9 @@ of ROUNDS rounds that take every implementation of a shape in turn), TFLOPS = 2M
 the batch of a batched case), ratio to cuBLAS, % of the device's peak, % of the memory
 floor (operands read and output written once at the copy bandwidth measured in the run),
 relative error against float64. Written to perf/results/<gpu>/ as
-report.csv, report.md, ladder.png and sizes.png.
+report.csv, report.md, ladder.png and sizes.png. While it runs, report.partial.csv there
+holds the shapes finished so far (appended as each finishes, removed once the report is
+written): after a run cut short (a timeout), `--from-csv` builds the report from it.
 
 Without a GPU: the Triton kernels run in Triton's CPU interpreter on a few tiny shapes and
 the report shows their error; its times are interpreter times, not GPU figures.
@@ -152,11 +154,12 @@ def runs(case: suites.Case, impl: bench.Impl) -> bool:
 
 
 def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
-        progress=True, rounds=ROUNDS) -> pd.DataFrame:
+        progress=True, rounds=ROUNDS, checkpoint: Path | None = None) -> pd.DataFrame:
     """Measure every (case, impl) pair; one row each. time_ms: eager calls (host launch
     cost included where it exceeds the GPU time), the median of `rounds` interleaved
     rounds (ROUNDS); graph_ms: the same calls replayed from a CUDA graph (GPU time only),
-    for the implementations in bench.GRAPH_IMPLS."""
+    for the implementations in bench.GRAPH_IMPLS. checkpoint: a CSV each case's rows are
+    appended to once it is measured (its ratios from its own cuBLAS rows, as the whole)."""
     meta = _meta()
     # The memory floor's bandwidth, measured once per run (so floors and times share a run).
     copy_bps = bench.copy_bandwidth() if on_gpu else float("nan")
@@ -217,6 +220,9 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
                 **meta, "batch": case.batch})
             if bar:
                 bar.update()
+        if checkpoint is not None and rows:
+            done = tables.add_derived(pd.DataFrame(rows[-len(checked):]))
+            done.to_csv(checkpoint, mode="a", header=not checkpoint.exists(), index=False)
         del checked
     if bar:
         bar.close()
@@ -255,9 +261,19 @@ def main(argv=None) -> int:
     if not impls:
         print("nothing to run for this --impl/--precision on this machine", file=sys.stderr)
         return 2
+    out = args.out or default_out(_meta()["gpu"])
+    out.mkdir(parents=True, exist_ok=True)
+    partial = out / PARTIAL_CSV
+    partial.unlink(missing_ok=True)
     # The interpreter's times are no GPU figures: one round there.
-    return _write_report(run(cases, impls, on_gpu=ON_GPU, rounds=ROUNDS if ON_GPU else 1),
-                         args.out)
+    df = run(cases, impls, on_gpu=ON_GPU, rounds=ROUNDS if ON_GPU else 1, checkpoint=partial)
+    status = _write_report(df, out)
+    partial.unlink(missing_ok=True)
+    return status
+
+
+# The rows of a run in progress, shape by shape (see the module's docstring).
+PARTIAL_CSV = "report.partial.csv"
 
 
 def _write_report(df: pd.DataFrame, out: Path | None) -> int:

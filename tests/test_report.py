@@ -111,6 +111,45 @@ def test_report_writer_with_fake_timing(tmp_path, monkeypatch):
     assert "GPU time only (CUDA graph replay" in md
 
 
+def test_each_finished_shape_is_checkpointed_before_the_next(tmp_path, monkeypatch):
+    """run(checkpoint=...) appends each shape's rows once measured, ratios included, so a
+    run cut short (here: the second shape's timing fails) leaves the first shape's rows for
+    --from-csv; a whole run leaves the same rows as it returns."""
+    import perf.report as report
+    impls = [bench.Impl("cublas", "ieee", torch.matmul, suites.LAYOUTS, "ieee"),
+             bench.Impl("triton", "ieee", torch.mm, suites.LAYOUTS, "ieee")]
+    monkeypatch.setattr(bench, "make_operands", lambda case, dtype, device, l2=0:
+                        [(torch.randn(8, 8), torch.randn(8, 8))])
+    cases = [suites.Case(64, 64, 64), suites.Case(32, 32, 32)]
+    calls = []
+
+    def fake_time(fn, sets, on_gpu, rep_ms):
+        calls.append(fn)
+        if len(calls) > 2:
+            raise RuntimeError("cut short")
+        return 1.0 if fn is torch.matmul else 0.5
+
+    partial = tmp_path / report.PARTIAL_CSV
+    with pytest.raises(RuntimeError, match="cut short"):
+        report.run(cases, impls, on_gpu=False, time_fn=fake_time, progress=False, rounds=1,
+                   checkpoint=partial)
+    kept = pd.read_csv(partial)
+    assert list(kept["shape"]) == ["64x64x64"] * 2
+    assert kept.set_index("impl").vs_cublas.to_dict() == {"cublas": 1.0, "triton": 2.0}
+    partial.unlink()
+    calls.clear()
+    monkeypatch.setattr(report, "_meta", lambda: {"gpu": "g", "torch": "t", "triton": "tr",
+                                                   "date": "d", "mode": "gpu"})
+    df = report.run(cases, impls, on_gpu=False, progress=False, rounds=1, checkpoint=partial,
+                    time_fn=lambda fn, sets, on_gpu, rep_ms: 1.0 if fn is torch.matmul
+                    else 0.25)
+    kept = pd.read_csv(partial)
+    assert list(kept.columns) == list(df.columns)
+    same = ["shape", "impl", "precision", "time_ms", "rel_error", "vs_cublas", "batch"]
+    pd.testing.assert_frame_equal(kept[same], df[same], check_dtype=False)
+    assert list(df.vs_cublas) == [1.0, 4.0, 1.0, 4.0]
+
+
 def test_memory_floor_bytes_and_table():
     """The floor counts operands read once and the output written once; the report shows it
     as a share of the time for the memory-bound suites only."""
@@ -157,6 +196,7 @@ def test_interpreter_mode_smoke(tmp_path):
                          text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert "CPU interpreter run" in res.stdout and "not GPU figures" in res.stdout
+    assert not (tmp_path / "report.partial.csv").exists()  # removed once written
     df = pd.read_csv(tmp_path / "report.csv")
     assert set(df.impl) == {"triton"} and df.error_ok.all()
     assert (df["mode"] == "cpu-interpreter").all()
