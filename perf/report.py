@@ -172,6 +172,7 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
         bar = tqdm(total=len(pairs), desc="benchmark", unit="run", file=sys.stderr)
     rows = []
     for case in cases:
+        first_row = len(rows)
         operands, checked = {}, []
         for impl in (i for i in impls if runs(case, i)):
             if impl.operands not in operands:
@@ -220,8 +221,8 @@ def run(cases, impls, *, on_gpu, time_fn=bench.time_ms, graph_fn=bench.graph_ms,
                 **meta, "batch": case.batch})
             if bar:
                 bar.update()
-        if checkpoint is not None and rows:
-            done = tables.add_derived(pd.DataFrame(rows[-len(checked):]))
+        if checkpoint is not None and len(rows) > first_row:
+            done = tables.add_derived(pd.DataFrame(rows[first_row:]))
             done.to_csv(checkpoint, mode="a", header=not checkpoint.exists(), index=False)
         del checked
     if bar:

@@ -148,6 +148,13 @@ def test_each_finished_shape_is_checkpointed_before_the_next(tmp_path, monkeypat
     same = ["shape", "impl", "precision", "time_ms", "rel_error", "vs_cublas", "batch"]
     pd.testing.assert_frame_equal(kept[same], df[same], check_dtype=False)
     assert list(df.vs_cublas) == [1.0, 4.0, 1.0, 4.0]
+    # A shape no implementation takes (the ladder multiplies nn only) adds no rows.
+    partial.unlink()
+    naive = [bench.Impl("naive", "ieee", torch.mm, ("nn",), "ieee")]
+    report.run([suites.Case(64, 64, 64), suites.Case(32, 32, 32, "nt")], naive,
+               on_gpu=False, progress=False, rounds=1, checkpoint=partial,
+               time_fn=lambda fn, sets, on_gpu, rep_ms: 1.0)
+    assert list(pd.read_csv(partial)["shape"]) == ["64x64x64"]
 
 
 def test_memory_floor_bytes_and_table():

@@ -455,14 +455,14 @@ def _num_sms(device_index: int) -> int:
 
 @functools.lru_cache(maxsize=None)
 def dram_gbps(device: torch.device) -> float | None:
-    """The device's declared DRAM bandwidth, GB/s (memory clock x bus width, as
-    triton.testing.get_dram_gbps: 4814 read on the lent H200; an H100 SXM's 2619 MHz x
-    5120 bits make 3352); None off CUDA and in the interpreter."""
+    """The device's declared DRAM bandwidth, GB/s (triton.testing.get_dram_gbps: memory
+    clock x bus width; 4814 read on the lent H200, an H100 SXM's 2619 MHz x 5120 bits make
+    3352); None off CUDA and in the interpreter."""
     if INTERPRETER or capability(device) is None:
         return None
+    import triton.testing  # only here: the library needs nothing else of it
     index = device.index if device.index is not None else torch.cuda.current_device()
-    props = triton.runtime.driver.active.utils.get_device_properties(index)
-    return props["mem_clock_rate"] * props["mem_bus_width"] * 2 / 8e6
+    return triton.testing.get_dram_gbps(index)
 
 
 @functools.lru_cache(maxsize=None)
