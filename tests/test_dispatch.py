@@ -132,7 +132,8 @@ PLANS = [dispatch.Plan(True, False, False), dispatch.Plan(True, True, True),
          dispatch.Plan(True, False, False, a_m_major=True),
          dispatch.Plan(False, False, False, a_m_major=True),
          dispatch.Plan(False, False, False, a_m_major=True, b_n_major=True),
-         dispatch.Plan(False, False, False, b_n_major=True), dispatch.FMA_TRANSPOSED]
+         dispatch.Plan(False, False, False, b_n_major=True), dispatch.FMA_TRANSPOSED,
+         dispatch.TRANSPOSED_SPLIT_K]
 
 
 @requires_kernels
@@ -423,7 +424,8 @@ def test_skinny_split_k_plans_run_operands_as_given():
     dispatch.PAD_MIN_MN): rows of whole 16-byte runs (4104 fp16, 4100 fp32) under the
     kernel's vector hints, rows off 16 bytes (4097, or 4100 fp16) on its narrow tiles. Its
     other products pad those at any size. (16-bit ones of few rows against a row-major
-    weight in 16-byte runs run transposed on the plain kernel, as given too.)"""
+    weight in 16-byte runs run transposed on the plain kernel, as given too; on fast
+    memory transposed on the split-K kernel.)"""
     sms = 132
     for dtype, precision, size in ((torch.float16, "half", 4104),
                                    (torch.float32, "tf32", 4100),
@@ -435,10 +437,14 @@ def test_skinny_split_k_plans_run_operands_as_given():
             for layout in ("row", "col"):
                 ops = _ops(m, size, size, "row", layout, dtype)
                 p = dispatch.plan(*ops, precision, sms)
-                if precision == "half" and size == 4104 and layout == "row" and \
-                        m <= dispatch.TRANSPOSED_RUNS_MAX_M:
+                runs = (precision == "half" and size == 4104 and layout == "row"
+                        and m <= dispatch.TRANSPOSED_RUNS_MAX_M)
+                fast = dispatch.plan(*ops, precision, sms, dram_gbps=4814.0)
+                if runs:
                     assert p == dispatch.TRANSPOSED, (dtype, size, m, layout, p)
+                    assert fast == dispatch.TRANSPOSED_SPLIT_K, (dtype, size, m, layout, fast)
                 else:
+                    assert fast == p, (dtype, size, m, layout, p, fast)
                     assert p == dispatch.Plan(False, False, False, split_k=True), \
                         (dtype, size, m, layout, p)
     p = dispatch.plan(*_ops(128, 32, 4097, "row", "row", torch.float16), "half", sms)
@@ -983,15 +989,16 @@ def test_16bit_skinny_products_against_a_row_major_weight_in_16_byte_runs_run_tr
     assert all(not p.transposed for p in others), others
 
 
-def _run_as_planned(a, b, precision, plan):
-    """(1, M, K) a @ (1, K, N) b on plan: on the GPU, first that the dispatcher plans it so;
-    then run (forced, so the interpreter takes it too) with the addmm epilogue and an
-    activation into a poisoned output, every element checked against float64."""
+def _run_as_planned(a, b, precision, plan, dram_gbps=None):
+    """(1, M, K) a @ (1, K, N) b on plan: on the GPU, first that the dispatcher plans it so
+    (on memory of dram_gbps); then run (forced, so the interpreter takes it too) with the
+    addmm epilogue and an activation into a poisoned output, every element checked against
+    float64."""
     n, dtype = b.shape[2], a.dtype
     d = randn(n, dtype=dtype)
     if DEVICE == "cuda":
         sms = _persistent.gpu_sms(a.device)[0]
-        assert dispatch.plan(a, b, precision, sms) == plan
+        assert dispatch.plan(a, b, precision, sms, dram_gbps=dram_gbps) == plan
     out = torch.full((1, a.shape[1], n), float("nan"), dtype=dtype, device=a.device)
     dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision=precision, activation=1,
                  force=plan)
@@ -1011,24 +1018,35 @@ SKINNY_PLANNED = [(torch.float16, "half", 16, dispatch.TRANSPOSED),
                   (torch.float32, "ieee", dispatch.FMA_TRANSPOSED_MAX_M, dispatch.FMA_TRANSPOSED)]
 
 
-TRANSPOSED_RUNS_PLANNED = [(dtype, m) for dtype in (torch.float16, torch.bfloat16)
-                           for m in (1, dispatch.TRANSPOSED_RUNS_MAX_M)]
+TRANSPOSED_RUNS_PLANNED = [(dtype, m, gbps) for dtype in (torch.float16, torch.bfloat16)
+                           for m in (1, dispatch.TRANSPOSED_RUNS_MAX_M)
+                           for gbps in (3352.0, 4814.0)]
 
 
 @requires_kernels
-@pytest.mark.parametrize("dtype,m", TRANSPOSED_RUNS_PLANNED,
-                         ids=[f"{str(dt)[6:]}-{m}" for dt, m in TRANSPOSED_RUNS_PLANNED])
-def test_16bit_skinny_product_against_a_weight_in_16_byte_runs_as_planned(dtype, m):
+@pytest.mark.parametrize("dtype,m,dram_gbps", TRANSPOSED_RUNS_PLANNED,
+                         ids=[f"{str(dt)[6:]}-{m}-{g:.0f}GBps"
+                              for dt, m, g in TRANSPOSED_RUNS_PLANNED])
+def test_16bit_skinny_product_against_a_weight_in_16_byte_runs_as_planned(dtype, m,
+                                                                          dram_gbps):
     """A 16-bit skinny product against a row-major weight in rows of 16-byte runs off ALIGN
     (4104 columns on the GPU; forced in the interpreter, on a small shape), as the
-    dispatcher plans it, with the addmm epilogue and an activation: right answer in every
-    element of a poisoned output, computed transposed on the plain kernel's thin tiles."""
+    dispatcher plans it on an H100's memory (3352 GB/s) and an H200's (4814), with the addmm
+    epilogue and an activation: right answer in every element of a poisoned output,
+    computed transposed on the plain kernel's thin tiles, or on fast memory on the split-K
+    kernel (its runs tile when tuned: the M_RUNS key)."""
     n, k = (4104, 4104) if DEVICE == "cuda" else (40, 56)
     a = randn(1, m, k, dtype=dtype)
     b = randn(1, k, n, dtype=dtype)
-    _run_as_planned(a, b, "half", dispatch.TRANSPOSED)
-    if DEVICE == "cuda":  # tuned or not: a thin tile ran
+    fast = dram_gbps >= dispatch.FAST_MEMORY_GBPS
+    plan = dispatch.TRANSPOSED_SPLIT_K if fast else dispatch.TRANSPOSED
+    _run_as_planned(a, b, "half", plan, dram_gbps)
+    if DEVICE == "cuda" and not fast:  # tuned or not: a thin tile ran
         assert last_config() in {t[0] for t in configs._THIN_TILES["half"]}
+    elif DEVICE == "cuda":  # C^T: n rows, m columns
+        untuned = configs.splitk_default_config("half", n, m, k)
+        assert last_config() in {t[0] for t in configs._SPLITK_RUNS_TILES} | {
+            configs.config_name(untuned, "half")}, last_config()
 
 
 @requires_kernels

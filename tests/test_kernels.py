@@ -688,6 +688,53 @@ def test_splitk_narrow_loads_need_an_operand_off_16_byte_runs():
     assert splitk.run_elements(b[:, :4098], 1) == 0
 
 
+def test_m_major_runs_into_thin_outputs_tune_on_the_runs_tiles_only(monkeypatch):
+    """A weight in 16-byte runs off ALIGN as the M-major A of an output at most
+    SPLITK_RUNS_MAX_N wide (C^T = W A^T of 16-bit 8x4104x4104) carries the M_RUNS key bit
+    and tunes on configs._SPLITK_RUNS_TILES alone; wider outputs, aligned or K-major
+    weights and narrow loads neither carry it nor see those tiles."""
+    monkeypatch.setattr(configs, "_shared_memory_limit", lambda index: 232448)
+    half = torch.float16
+    w, a = torch.empty(4104, 4104, dtype=half), torch.empty(16, 4104, dtype=half)
+    thin = configs.SPLITK_RUNS_MAX_N
+    assert splitk.tile_set_bits(w.t(), a.t(), thin) == configs.M_RUNS
+    assert splitk.tile_set_bits(w.t(), a.t()[:, :8], 8) == configs.M_RUNS
+    assert splitk.tile_set_bits(w.t(), torch.empty(4104, 32, dtype=half), 32) == 0
+    aligned = torch.empty(4096, 4096, dtype=half)
+    assert splitk.tile_set_bits(aligned.t(), a.t()[:4096], thin) == 0  # triton sees it
+    assert splitk.tile_set_bits(w, a.t(), thin) == 0  # K-major weight
+    assert splitk.tile_set_bits(w.t()[:, :4097], a.t()[:4097], thin) == configs.NARROW_LOADS
+    runs = {t[0] for t in configs._SPLITK_RUNS_TILES}
+    assert runs <= {t[0] for t in configs.splitk_tiles("half")}
+
+    def kept(layout, n):
+        args = {"a_ptr": w, "M": 4104, "N": n, "K": 4104, "LAYOUT": layout}
+        return {configs.config_name(c, "half") for c in configs.splitk_prune(
+            configs.splitk_configs("half"), args, family="half")}
+    assert kept(configs.M_RUNS, 8) == runs
+    assert kept(configs.M_RUNS | common.B_K_CONTIGUOUS, thin) == runs
+    assert kept(0, 8) and not kept(0, 8) & runs
+    assert not kept(configs.NARROW_LOADS, 8) & runs
+
+
+@gpu_only
+def test_splitk_tunes_m_major_runs_apart(monkeypatch):
+    """Autotuned (as the suite is not, conftest): C^T = W A^T of 8x4104x4104 fp16 (the
+    weight row-major in 16-byte runs off ALIGN: dispatch.TRANSPOSED_SPLIT_K) runs the
+    runs tile; the same tuning buckets with a 4112-wide weight (rows on 16 elements: no
+    hint needed) a tile of the others. Both right against float64."""
+    monkeypatch.setattr(splitk, "AUTOTUNE", True)
+    runs = {t[0] for t in configs._SPLITK_RUNS_TILES}
+    assert configs.bucket(4104) == configs.bucket(4112)
+    for size, on_runs in ((4104, True), (4112, False)):
+        w, a = randn(size, size, dtype=torch.float16), randn(8, size, dtype=torch.float16)
+        out = poisoned(size, 8, dtype=torch.float16)
+        splitk.matmul_2d(w.t(), a.t(), out, precision="half")
+        assert (common.last_config() in runs) == on_runs, common.last_config()
+        assert_close(out, w.t().double() @ a.t().double(), torch.float16, None,
+                     common.last_config())
+
+
 def test_narrow_loads_tune_on_the_narrow_tiles_only():
     """Each family tunes operands loaded less than 16 bytes wide on its narrow tiles and
     other operands on the rest (configs.narrow_or_wide); untuned, they take the narrow

@@ -68,7 +68,7 @@ def test_products_outside_the_window_keep_their_plans(case, why):
 
 def test_batches_over_k_128_take_it_on_fast_memory_only():
     """PINGPONG_FAST_MEMORY_BATCHED_MIN_K: batches over K = 128 plan it from
-    PINGPONG_FAST_MEMORY_GBPS of DRAM bandwidth (the lent H200 reads 4814) and not below
+    FAST_MEMORY_GBPS of DRAM bandwidth (the lent H200 reads 4814) and not below
     it (an H100's 3352, or unknown); K = 64 stays out, and single products do not depend
     on it."""
     fast, slow = 4814.0, 3352.0
@@ -342,7 +342,7 @@ def test_the_api_runs_the_window_down_to_its_short_ends(dtype, precision):
     """The lower ends of the window (PINGPONG_MIN_K single, PINGPONG_BATCHED_MIN_K batched)
     through the API: mm over K = 128 (two 64-deep steps at 16 bits, four at tf32) on 288
     tiles, bmm over K = 256 here (512 tiles), a batch over K = 128 elsewhere; all against
-    float64 (a batch over K = 128 takes it on fast memory: PINGPONG_FAST_MEMORY_GBPS)."""
+    float64 (a batch over K = 128 takes it on fast memory: FAST_MEMORY_GBPS)."""
     if not _hopper():
         pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
     bk = pingpong.tile_for(dtype)[2]
@@ -359,7 +359,7 @@ def test_the_api_runs_the_window_down_to_its_short_ends(dtype, precision):
                  operands=(a[0], b[0]))
     a, b = _batch(8, 1024, 1024, 128, "nt", dtype)
     y = triton_gemm.bmm(a, b, precision=precision)
-    fast = persistent.dram_gbps(a.device) >= dispatch.PINGPONG_FAST_MEMORY_GBPS
+    fast = persistent.dram_gbps(a.device) >= dispatch.FAST_MEMORY_GBPS
     assert last_config().startswith("pp") == fast, (last_config(), fast)
     assert_close(y, a.double() @ b.double(), dtype, precision, "bmm, K = 128",
                  operands=(a[0], b[0]))

@@ -530,6 +530,14 @@ _SPLITK_NARROW_TILES = (
     ("k_32x64x32_s128", 32, 64, 32, 128, 4, 3),
     ("k_64x64x32_s64", 64, 64, 32, 64, 4, 3),
 )
+# A row-major weight in 16-byte runs off ALIGN as an M-major first operand of few columns
+# (C^T = W A^T, dispatch.TRANSPOSED_SPLIT_K; fast memory): 128-row tiles in 4 K slices of
+# shallow steps, tuned only there (splitk_prune). dispatch.TRANSPOSED_RUNS_SPLIT_K has the
+# probe (H200, 8x4104x4104 fp16 16.6 us against 18.3 on the plain kernel; cuBLAS 17.4).
+_SPLITK_RUNS_TILES = (("k_128x16x32_s4_st8", 128, 16, 32, 4, 4, 8),)
+_SPLITK_RUNS_SHAPES = frozenset(t[1:] for t in _SPLITK_RUNS_TILES)
+# Outputs at most one of those tiles wide (its BN): the only ones measured.
+SPLITK_RUNS_MAX_N = 16
 _SPLITK_NARROW_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st) for
                                   name, bm, bn, bk, split, w, st in _SPLITK_NARROW_TILES)
 
@@ -546,7 +554,7 @@ def splitk_tiles(family: str) -> tuple:
     if family == "simt":
         vector = _SPLITK_WORD_TILES + _SPLITK_FMA_TILES
     elif family == "half":
-        vector = _SPLITK_HALF_TILES
+        vector = _SPLITK_HALF_TILES + _SPLITK_RUNS_TILES
     else:
         vector = _SPLITK_WORD_TILES + _SPLITK_MMA_TILES
     return vector + splitk_narrow_tiles(family)
@@ -656,6 +664,15 @@ def splitk_affordable(configs_in, m: int, n: int, k: int, elem_bytes: int) -> li
 # A split-K LAYOUT key bit (beside kernels/common's contiguity bits): an operand the
 # kernel loads less than 16 bytes wide, which takes the narrow tiles and only them.
 NARROW_LOADS = 4
+# Another: an M-major A in 16-byte runs triton cannot see (the kernel's vector hints) and an
+# output at most SPLITK_RUNS_MAX_N columns wide, which takes _SPLITK_RUNS_TILES and only them.
+M_RUNS = 8
+
+
+def _splitk_shape(config) -> tuple:
+    """(BM, BN, BK, SPLIT, warps, stages) of a split-K config."""
+    kw = config.kwargs
+    return kw["BM"], kw["BN"], kw["BK"], kw["SPLIT"], config.num_warps, config.num_stages
 
 
 def narrow_or_wide(configs_in, narrow: bool, family: str) -> list:
@@ -663,18 +680,26 @@ def narrow_or_wide(configs_in, narrow: bool, family: str) -> list:
     configs_in if none is)."""
     shapes = {t[1:] for t in splitk_narrow_tiles(family)}
     return [c for c in configs_in
-            if ((c.kwargs["BM"], c.kwargs["BN"], c.kwargs["BK"], c.kwargs["SPLIT"],
-                 c.num_warps, c.num_stages) in shapes) == narrow] or list(configs_in)
+            if (_splitk_shape(c) in shapes) == narrow] or list(configs_in)
+
+
+def splitk_runs_tiles(configs_in, runs: bool) -> list:
+    """The split-K configs_in among _SPLITK_RUNS_TILES if runs (M_RUNS), else the others
+    (all of configs_in if none is)."""
+    return [c for c in configs_in
+            if (_splitk_shape(c) in _SPLITK_RUNS_SHAPES) == runs] or list(configs_in)
 
 
 def splitk_prune(configs_in, named_args, family: str, **kwargs):
     """early_config_prune of the split-K kernel: the narrow tiles or the others
-    (NARROW_LOADS), select(), affordable partials and slices of at least two K steps
-    each."""
+    (NARROW_LOADS), the runs tiles or the others (M_RUNS), select(),
+    affordable partials and slices of at least two K steps each."""
     m, n, k = named_args["M"], named_args["N"], named_args["K"]
     narrow = bool(named_args["LAYOUT"] & NARROW_LOADS)
-    pool = splitk_affordable(narrow_or_wide(configs_in, narrow, family), m, n, k,
-                             named_args["a_ptr"].element_size())
+    runs = bool(named_args["LAYOUT"] & M_RUNS)
+    pool = splitk_affordable(
+        splitk_runs_tiles(narrow_or_wide(configs_in, narrow, family), runs), m, n, k,
+        named_args["a_ptr"].element_size())
     deep = [c for c in pool if c.kwargs["SPLIT"] * 2 * c.kwargs["BK"] <= k]
     if not deep:
         deep = [min(pool, key=lambda c: c.kwargs["SPLIT"] * c.kwargs["BK"])]

@@ -69,7 +69,8 @@ K-major path, as are mid-size ones of K_MAJOR_MID_MIN_K and more). Skinny produc
 against a wide K-major weight (or an aligned row-major one, 16-bit and tf32; or a 16-bit
 row-major one in 16-byte runs, TRANSPOSED_RUNS_MAX_M) run
 transposed instead (C^T = B^T A^T, TRANSPOSED): the plain kernel's thin tiles stream the
-weight in one launch; at fp32 FMA (ieee) up to 8
+weight in one launch (the row-major weight in 16-byte runs, on fast memory: the split-K
+kernel's, TRANSPOSED_SPLIT_K); at fp32 FMA (ieee) up to 8
 rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K, and
 9..256 rows transposed on the split-K kernel with a row-major copy of A^T (FMA_TRANSPOSED;
 on Hopper from K_MAJOR_FMA_MIN_N rows on kernels/simt_tma.py's K-major path). On
@@ -236,6 +237,11 @@ FMA_STAGE_B_MIN_M = 128
 # (pad layout) 1321 vs 1192 (1232), 4097^3 3444 vs 3105 (3091); though not at every shape
 # (1023x8191x1023 394.8 vs 421.8, 2047x4095x2047 773.4 vs 808.2, the tuner's tile choices).
 FMA_PAD_B_MIN_M = 512
+
+# DRAM bandwidth (GB/s, persistent.dram_gbps) from which the fast-memory rules hold
+# (PINGPONG_FAST_MEMORY_BATCHED_MIN_K, TRANSPOSED_RUNS_SPLIT_K): measured on the H200 (4814)
+# against the H100 (3352); the threshold sits between the two devices measured.
+FAST_MEMORY_GBPS = 4000
 
 # The persistent kernel keeps every SM busy only with at least one tile per SM; below that
 # the plain kernel's grid is no smaller and skips the tile loop.
@@ -405,9 +411,7 @@ PINGPONG_BATCHED_MIN_K = 256
 # ping-pong / the batched kernel (cuBLAS): fp16 32 x 2048^2 x 128 nt 89.1 / 104.4 (89.7),
 # 8 x 4096^2 x 128 nt 87.9 / 104.4 (91.4); tf32 32 x 2048^2 x 128 nt 181.5 / 226.8
 # (181.1); through the library after this rule, 89.3 against 105.0 without it (88.2). On
-# the H100 (3352 GB/s) it lost by 3-4% (figures above). The threshold sits between the
-# two devices measured.
-PINGPONG_FAST_MEMORY_GBPS = 4000
+# the H100 (3352 GB/s) it lost by 3-4% (figures above).
 PINGPONG_FAST_MEMORY_BATCHED_MIN_K = 128
 # Past 1024 (fiftieth session, same probe): level or a little ahead at 4096^2 (fp16 nt
 # K = 1536 73.2 / 75.0 (74.8), 2048 96.4 / 97.5 (97.3); tf32 nt 1536 146.2 / 147.6 (148.6)),
@@ -531,6 +535,16 @@ K_MAJOR_MID_MIN_K = 2048
 # A^T, 128x16x32 in 4 slices, 10 stages): 19.1-19.5 at 8 rows, 20.5 at 16 (a probe, not
 # kept). K-major weights in such rows keep split-K (configs._THIN_RUNS_TILES).
 TRANSPOSED_RUNS_MAX_M = 16
+# On fast memory (FAST_MEMORY_GBPS) that split-K form wins instead (TRANSPOSED_SPLIT_K: C^T
+# = W A^T on the split-K kernel, its tile configs._SPLITK_RUNS_TILES): the plain kernel's
+# 65 programs of 64 rows leave half the SMs idle, which the H200's faster memory exposes.
+# perf/tile_probe.py --transposed --graph --rounds 3, H200, nn, us, split-K 128x16x32 in 4
+# slices, 8 stages / the plain kernel's 64x16x32 s16 (cuBLAS), fifty-second session:
+# 8x4104x4104 fp16 16.6 / 18.3 (17.4), bf16 16.4 / 17.9 (16.6); 16x4104x4104 fp16 16.9 /
+# 18.3 (18.0), bf16 16.9 / 17.9 (16.8). 10 / 14 stages 16.6-17.2 / 17.1-17.9, 2 / 8 slices
+# 18.2-19.1 / 17.3-18.3, 8 warps 17.0-17.7, 128x16x64 s6 16.9-17.4, 64x16x32 in 4 slices
+# 17.9-18.6. On the H100 the 10-stage form ran 19.1-19.5 against 18.1 (above).
+TRANSPOSED_RUNS_SPLIT_K = True
 
 
 class Plan(NamedTuple):
@@ -578,6 +592,7 @@ SPLIT_FED_PLAN = SPLIT_TF32._replace(register_fed=True)
 TRANSPOSED = Plan(False, False, False, transposed=True)
 GEMV = Plan(False, False, False, gemv=True)
 FMA_TRANSPOSED = Plan(False, False, False, split_k=True, transposed=True, b_n_major=True)
+TRANSPOSED_SPLIT_K = Plan(False, False, False, split_k=True, transposed=True)
 SLICED_PLAN = Plan(False, False, False, sliced=True)  # 16-bit, or fp32 K-major as given
 
 
@@ -596,6 +611,11 @@ def _tma_rows(t: torch.Tensor, contiguous_dim: int) -> bool:
     return strides[contiguous_dim] == 1 and _persistent._tma_ok(t, strides[3 - contiguous_dim])
 
 
+def _fast_memory(dram_gbps: float | None) -> bool:
+    """Whether a device of dram_gbps (None: unknown, taken as slow) has FAST_MEMORY_GBPS."""
+    return dram_gbps is not None and dram_gbps >= FAST_MEMORY_GBPS
+
+
 def _pingpong_fits(a: torch.Tensor, b: torch.Tensor, sms: int, precision: str,
                    dram_gbps: float | None) -> bool:
     """A (B, M, K) a and (B, K, N) b that kernels/pingpong.py runs faster at this precision
@@ -607,7 +627,7 @@ def _pingpong_fits(a: torch.Tensor, b: torch.Tensor, sms: int, precision: str,
             or precision == "tf32" and a.stride(2) == 1 and b.stride(1) == 1):
         return False
     tiles = batch * -(-m // _pingpong.TILE[0]) * -(-n // _pingpong.TILE[1])
-    fast_memory = dram_gbps is not None and dram_gbps >= PINGPONG_FAST_MEMORY_GBPS
+    fast_memory = _fast_memory(dram_gbps)
     min_k = (PINGPONG_MIN_K if batch == 1 else PINGPONG_FAST_MEMORY_BATCHED_MIN_K
              if fast_memory else PINGPONG_BATCHED_MIN_K)
     return (PINGPONG and min_k <= k <= PINGPONG_MAX_K
@@ -674,7 +694,8 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
         return TRANSPOSED
     if (thin_weight and m <= TRANSPOSED_RUNS_MAX_M and precision == "half" and sb[2] == 1
             and a_runs and b_runs):
-        return TRANSPOSED
+        return (TRANSPOSED_SPLIT_K if TRANSPOSED_RUNS_SPLIT_K and _fast_memory(dram_gbps)
+                else TRANSPOSED)
     if (BATCHED and tma and sms is not None and batch > 1 and min(m, n) >= BATCHED_MIN_MN
             and (sa[2] == 1 or a_k_major or precision == "half" and sa[1] == 1)
             and (precision == "half" or precision == "tf32" and (sb[1] == 1 or b_k_major))):

@@ -280,6 +280,19 @@ def vector_hints(a: torch.Tensor, b: torch.Tensor) -> dict:
             "B_VEC": _runs(b, b_dim), "B_N_RUNS": b_dim == 1}
 
 
+def tile_set_bits(a: torch.Tensor, b: torch.Tensor, n: int) -> int:
+    """The LAYOUT key bits that tune 2-D a (M, K) and b (K, N) into an output n columns wide
+    on their own tiles (configs.splitk_prune): NARROW_LOADS where an operand loads less than
+    16 bytes wide, else M_RUNS for an M-major A in hinted 16-byte runs and n at most
+    SPLITK_RUNS_MAX_N; 0 for the other tiles."""
+    if narrow_loads(a, b):
+        return configs.NARROW_LOADS
+    hints = vector_hints(a, b)
+    if hints["A_VEC"] and hints["A_M_RUNS"] and n <= configs.SPLITK_RUNS_MAX_N:
+        return configs.M_RUNS
+    return 0
+
+
 def supports(a, b, out, d=None) -> bool:
     """Whether operands can run here: element offsets below 2^31 (the kernels compute them
     in int32; the workspace stays small on the shapes dispatch sends)."""
@@ -308,8 +321,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.splitk_default_config(family, m, n, k, narrow)
     tuning = tuning_args(m, n, k, a, b)
-    if narrow:  # tuned apart, on the narrow tiles (configs.splitk_prune)
-        tuning = (*tuning[:3], tuning[3] | configs.NARROW_LOADS)
+    tuning = (*tuning[:3], tuning[3] | tile_set_bits(a, b, n))
     max_split = (config.kwargs["SPLIT"] if config
                  else _max_split(family, *tuning[:3], a.element_size()))
     work = workspace((max_split, m, n), torch.float32, a.device)
