@@ -91,15 +91,16 @@ def _audit(tmp_path, arch, *args) -> pd.DataFrame:
 
 
 def test_audit_compiles_a_persistent_family_for_sm90(tmp_path):
-    """The tf32_mid family (2 tiles x 2 C stores x 3 epilogues on a row-major A, 2 on A as
-    planes of rows: no matrix D there), compiled for sm_90a: the check passes (shared sizes
-    as in the table), and the CSV holds HGMMA and registers."""
+    """The tf32_mid family (each tile x 2 C stores x 3 epilogues on a row-major A, 2 on A
+    as planes of rows: no matrix D there), compiled for sm_90a: the check passes (shared
+    sizes as in the table), and the CSV holds HGMMA of the tile's width and registers."""
     df = _audit(tmp_path, "sm_90a", "--kernel", "persistent", "--family", "tf32_mid")
-    assert len(df) == 2 * 2 * (3 + 2) and set(df.tile) == {t[0] for t in
-                                                            configs.persistent_tiles("tf32_mid")}
+    tiles = configs.persistent_tiles("tf32_mid")
+    assert len(df) == len(tiles) * 2 * (3 + 2) and set(df.tile) == {t[0] for t in tiles}
     assert set(df.a_layout) == {"row", "planes"}
     assert set(df[df.a_layout == "planes"].epilogue) == {"none", "d_row"}
-    assert df.mma.str.startswith("HGMMA.64x64x8.F32.TF32").all()
+    for name, _, bn, *_ in tiles:
+        assert df[df.tile == name].mma.str.startswith(f"HGMMA.64x{bn}x8.F32.TF32").all(), name
     assert df.registers.between(32, 255).all()
     assert "| tf32_mid" in (tmp_path / "sm_90a.md").read_text()
 

@@ -170,6 +170,12 @@ _PERSISTENT_TILES = {
         ("pm_128x64x128", 128, 64, 128, 4, 4, False),
         ("pm_128x128x64_s6", 128, 128, 64, 4, 6, False),
         ("pm_128x64x64_s8", 128, 64, 64, 4, 8, False),
+        # 64x128: one warpgroup's m64n128 wgmma, the weight's 128-row box read by two
+        # programs (one from L2). tile_probe.py --graph --rounds 3, H200, nt, us, fifty-second
+        # session (cuBLAS): bf16 128x8192x28672 124.3 against pm_128x64x128 132.7, the tuned
+        # choice (126.1); 64x64x128 s6 139.7, 128x64x64 s8 135.6, 128x128x64 s6 149.9; the
+        # same tiles on the stream-K kernel 135.0-164.4.
+        ("pm_64x128x128", 64, 128, 128, 4, 4, False),
     ),
     # Tried for tf32 and not added (tile_probe.py, H100, nt, L2 flushed, us, one after
     # another: two passes at 4096^3, one at 8192^3; cuBLAS 341.5 / 3156.0):
@@ -198,6 +204,10 @@ _PERSISTENT_TILES = {
     "tf32_mid": (
         ("pmt_64x64x64_s6", 64, 64, 64, 4, 6, False),
         ("pmt_128x64x32_s8", 128, 64, 32, 4, 8, False),
+        # As pm_64x128x128 (same probe, tf32 128x11008x4096, us): 61.5 against the tuned
+        # pmt_64x64x64_s6 71.7 (cuBLAS 57.2); pmt_128x64x32_s8 70.7, 128x64x64 s4 68.0; on
+        # the stream-K kernel 66.6-97.8.
+        ("pmt_64x128x64", 64, 128, 64, 4, 4, False),
     ),
     # 3xTF32 from staged halves: four fp32 tiles per K step (A, B and their remainders),
     # so half the K depth of the tf32 tiles buys the same stages, and three accumulators
@@ -418,6 +428,7 @@ PERSISTENT_SMEM = {
     "pm_128x64x128": ((213056, 229440, 213056), (213056, 213056, 213056)),
     "pm_128x128x64_s6": ((229472, 237664, 229728), (204896, 204896, 204896)),
     "pm_128x64x64_s8": ((213120, 229504, 213120), (213120, 213120, 213120)),
+    "pm_64x128x128": ((213056, 221248, 213312), (204864, 204864, 204864)),
     "pt_128x256x32_sub": ((229408, 344088, 229408), (278552, 278552, 278552)),
     "pt_128x128x32_sub": ((163896, 229408, 163896), (196640, 196640, 196640)),
     "pt_128x128x32": ((163872, 229400, 163872), (163864, 163864, 163864)),
@@ -426,6 +437,7 @@ PERSISTENT_SMEM = {
     "pt_128x256x32_sub_ws": ((229408, 229408, 229408), (163872, 163872, 163872)),
     "pmt_64x64x64_s6": ((213040, 229424, 213040), (213040, 213040, 213040)),
     "pmt_128x64x32_s8": ((229440, 262208, 229440), (229440, 229440, 229440)),
+    "pmt_64x128x64": ((229408, 262176, 229920), (229408, 229408, 229408)),
     "ps_128x128x32_sub_ws": ((229432, 229432, 229432), (196664, 196664, 196664)),
     "ps_128x128x32_sub": ((229432, 294968, 229432), (262200, 262200, 262200)),
     "ps_128x64x32": ((180280, 213048, 180280), (180280, 180280, 180280)),
