@@ -38,6 +38,7 @@ if str(ROOT) not in sys.path:
 from perf import bench
 from perf.suites import Case
 from triton_gemm import dispatch
+from triton_gemm.kernels.persistent import dram_gbps
 from triton_gemm.tolerances import rel_error, tolerance
 
 LIBRARY_PRECISION = {"fp16": "half", "bf16": "half", "ieee": "ieee", "tf32": "tf32",
@@ -70,7 +71,7 @@ def candidate_plans(a, b, precision: str) -> dict:
     sms = (torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda
            else None)
     auto = dispatch.plan(a, b, precision, sms,
-                         dram_gbps=dispatch._persistent.dram_gbps(a.device))
+                         dram_gbps=dram_gbps(a.device))
     if auto.wave_rows is not None:
         plans["auto_uncut"] = auto._replace(wave_rows=None)
     elif auto.persistent and auto.core is None and not auto.split_tf32 and sms:
@@ -133,7 +134,7 @@ def measure(case: Case, precision: str, paths: set | None = None) -> list[dict]:
             continue
         shown = plan or dispatch.plan(a[None], b[None], lib_precision,
                                       torch.cuda.get_device_properties(0).multi_processor_count,
-                                      dram_gbps=dispatch._persistent.dram_gbps(a.device))
+                                      dram_gbps=dram_gbps(a.device))
         row(name, lambda plan=plan: dispatch.run(a[None], b[None], out[None],
                                                  precision=lib_precision, force=plan),
             str(tuple(shown)))

@@ -697,13 +697,16 @@ def test_m_major_runs_into_thin_outputs_tune_on_the_runs_tiles_only(monkeypatch)
     half = torch.float16
     w, a = torch.empty(4104, 4104, dtype=half), torch.empty(16, 4104, dtype=half)
     thin = configs.SPLITK_RUNS_MAX_N
-    assert splitk.tile_set_bits(w.t(), a.t(), thin) == configs.M_RUNS
-    assert splitk.tile_set_bits(w.t(), a.t()[:, :8], 8) == configs.M_RUNS
-    assert splitk.tile_set_bits(w.t(), torch.empty(4104, 32, dtype=half), 32) == 0
+
+    def bits(a_, b_, n):
+        return splitk.tile_set_bits(splitk.narrow_loads(a_, b_), splitk.vector_hints(a_, b_), n)
+    assert bits(w.t(), a.t(), thin) == configs.M_RUNS
+    assert bits(w.t(), a.t()[:, :8], 8) == configs.M_RUNS
+    assert bits(w.t(), torch.empty(4104, 32, dtype=half), 32) == 0
     aligned = torch.empty(4096, 4096, dtype=half)
-    assert splitk.tile_set_bits(aligned.t(), a.t()[:4096], thin) == 0  # triton sees it
-    assert splitk.tile_set_bits(w, a.t(), thin) == 0  # K-major weight
-    assert splitk.tile_set_bits(w.t()[:, :4097], a.t()[:4097], thin) == configs.NARROW_LOADS
+    assert bits(aligned.t(), a.t()[:4096], thin) == 0  # triton sees it
+    assert bits(w, a.t(), thin) == 0  # K-major weight
+    assert bits(w.t()[:, :4097], a.t()[:4097], thin) == configs.NARROW_LOADS
     runs = {t[0] for t in configs._SPLITK_RUNS_TILES}
     assert runs <= {t[0] for t in configs.splitk_tiles("half")}
 

@@ -687,19 +687,23 @@ def _splitk_shape(config) -> tuple:
     return kw["BM"], kw["BN"], kw["BK"], kw["SPLIT"], config.num_warps, config.num_stages
 
 
+def _splitk_among(configs_in, shapes, inside: bool) -> list:
+    """The split-K configs_in whose shapes are among shapes if inside, else the others (all
+    of configs_in if none is)."""
+    return [c for c in configs_in
+            if (_splitk_shape(c) in shapes) == inside] or list(configs_in)
+
+
 def narrow_or_wide(configs_in, narrow: bool, family: str) -> list:
     """The split-K configs_in among the narrow tiles if narrow, else the others (all of
     configs_in if none is)."""
-    shapes = {t[1:] for t in splitk_narrow_tiles(family)}
-    return [c for c in configs_in
-            if (_splitk_shape(c) in shapes) == narrow] or list(configs_in)
+    return _splitk_among(configs_in, {t[1:] for t in splitk_narrow_tiles(family)}, narrow)
 
 
 def splitk_runs_tiles(configs_in, runs: bool) -> list:
     """The split-K configs_in among _SPLITK_RUNS_TILES if runs (M_RUNS), else the others
     (all of configs_in if none is)."""
-    return [c for c in configs_in
-            if (_splitk_shape(c) in _SPLITK_RUNS_SHAPES) == runs] or list(configs_in)
+    return _splitk_among(configs_in, _SPLITK_RUNS_SHAPES, runs)
 
 
 def splitk_prune(configs_in, named_args, family: str, **kwargs):

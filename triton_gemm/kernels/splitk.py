@@ -280,14 +280,13 @@ def vector_hints(a: torch.Tensor, b: torch.Tensor) -> dict:
             "B_VEC": _runs(b, b_dim), "B_N_RUNS": b_dim == 1}
 
 
-def tile_set_bits(a: torch.Tensor, b: torch.Tensor, n: int) -> int:
-    """The LAYOUT key bits that tune 2-D a (M, K) and b (K, N) into an output n columns wide
-    on their own tiles (configs.splitk_prune): NARROW_LOADS where an operand loads less than
-    16 bytes wide, else M_RUNS for an M-major A in hinted 16-byte runs and n at most
-    SPLITK_RUNS_MAX_N; 0 for the other tiles."""
-    if narrow_loads(a, b):
+def tile_set_bits(narrow: bool, hints: dict, n: int) -> int:
+    """The LAYOUT key bits that tune operands into an output n columns wide on their own
+    tiles (configs.splitk_prune), from their narrow_loads and vector_hints: NARROW_LOADS
+    where an operand loads less than 16 bytes wide, else M_RUNS for an M-major A in hinted
+    16-byte runs and n at most SPLITK_RUNS_MAX_N; 0 for the other tiles."""
+    if narrow:
         return configs.NARROW_LOADS
-    hints = vector_hints(a, b)
     if hints["A_VEC"] and hints["A_M_RUNS"] and n <= configs.SPLITK_RUNS_MAX_N:
         return configs.M_RUNS
     return 0
@@ -318,16 +317,17 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     dot_prec = dot_precision(a.dtype, precision)
     family = configs.family_for(a.dtype, precision)
     narrow = narrow_loads(a, b)
+    hints = vector_hints(a, b)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.splitk_default_config(family, m, n, k, narrow)
     tuning = tuning_args(m, n, k, a, b)
-    tuning = (*tuning[:3], tuning[3] | tile_set_bits(a, b, n))
+    tuning = (*tuning[:3], tuning[3] | tile_set_bits(narrow, hints, n))
     max_split = (config.kwargs["SPLIT"] if config
                  else _max_split(family, *tuning[:3], a.element_size()))
     work = workspace((max_split, m, n), torch.float32, a.device)
     args = (a, b, work, m, n, k, ma, nb, *a.stride(), *b.stride(), *tuning)
     meta = dict(PRECISION=dot_prec, HAS_D=has_d,
-                UPCAST=INTERPRETER and a.dtype == torch.bfloat16, **vector_hints(a, b),
+                UPCAST=INTERPRETER and a.dtype == torch.bfloat16, **hints,
                 **dependent_meta(a.device))
 
     def grid(meta_):
