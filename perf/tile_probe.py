@@ -87,7 +87,7 @@ SIMT_PLAIN = [(128, 128, 32, 8, 3), (128, 128, 32, 8, 3, 128), (128, 128, 16, 8,
 
 def candidates(precision: str, persistent=None, halves=None, splitk=None,
                plain=None, gemv=None, fma_staged=None,
-               transposed=None) -> list[tuple[str, str, callable]]:
+               transposed=None, planes_off=False) -> list[tuple[str, str, callable]]:
     """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent, splitk,
     plain, gemv: tiles replacing PERSISTENT, SPLITK, PLAIN, configs.GEMV_TILES). tf32x3:
     persistent split configs on halves ((A hi, A lo), (B hi, B lo)) staged by
@@ -115,7 +115,7 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
         if transposed is not None:
             return out + _splitk_candidates(
                 splitk or [t[1:] for t in configs._SPLITK_FMA_TILES], word, prec, transposed)
-        return out + _splitk_candidates(splitk or (), word, prec)
+        return out + _splitk_candidates(splitk or (), word, prec, planes_off=planes_off)
     for bm, bn, bk, w, st, sub, *ws in persistent or (
             SPLIT_PERSISTENT if halves else PERSISTENT):
         ws = bool(ws and ws[0])
@@ -145,8 +145,9 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
     if halves:
         # Split-K tiles given run tf32x3 split in the K loop on the operands as given
         # (the library's split-K path), BK halved as for tf32.
-        return out + _splitk_candidates(splitk or (), BK_DIVISOR["tf32"], prec)
-    out += _splitk_candidates(splitk or SPLITK, word, prec)
+        return out + _splitk_candidates(splitk or (), BK_DIVISOR["tf32"], prec,
+                                        planes_off=planes_off)
+    out += _splitk_candidates(splitk or SPLITK, word, prec, planes_off=planes_off)
     for bm, bn, bk, w, st in plain or PLAIN:
         cfg = configs._config(("", bm, bn, bk // word, w, st))
         out.append(("plain", f"{bm}x{bn}x{bk // word} w{w} s{st}",
@@ -155,8 +156,10 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
     return out
 
 
-def _splitk_candidates(tiles, word: int, prec: str, transposed=None) -> list:
-    """transposed: (W, A^T), the split-K tiles run C^T = W A^T (BK as given)."""
+def _splitk_candidates(tiles, word: int, prec: str, transposed=None,
+                       planes_off: bool = False) -> list:
+    """transposed: (W, A^T), the split-K tiles run C^T = W A^T (BK as given). planes_off:
+    each tile a second time with A not read in planes of rows (splitk.ROW_PLANES off)."""
     out = []
     for bm, bn, bk, split, w, st in tiles:
         bk = bk if transposed else bk // word
@@ -167,8 +170,13 @@ def _splitk_candidates(tiles, word: int, prec: str, transposed=None) -> list:
         else:
             def fn(a, b, c, cfg=cfg):
                 return splitk_kernel.matmul_2d(a, b, c, precision=prec, config=cfg)
-        out.append(("splitk", f"{'C^T ' if transposed else ''}{bm}x{bn}x{bk} split{split} "
-                              f"w{w} s{st}", fn))
+        label = f"{'C^T ' if transposed else ''}{bm}x{bn}x{bk} split{split} w{w} s{st}"
+        out.append(("splitk", label, fn))
+        if planes_off:
+            def unplaned(a, b, c, fn=fn):
+                with constants(splitk_kernel, ROW_PLANES=False):
+                    return fn(a, b, c)
+            out.append(("splitk", f"{label} no planes", unplaned))
     return out
 
 
@@ -201,7 +209,8 @@ def interleaved(fns: dict, timer, rounds: int) -> dict:
 
 
 def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
-          plain=None, gemv=None, transposed=False, graph=False, rounds: int = 1) -> None:
+          plain=None, gemv=None, transposed=False, graph=False, rounds: int = 1,
+          planes_off: bool = False) -> None:
     """graph: time each call replayed from a CUDA graph (bench.cold_graph_ms: GPU time
     only, L2 flushed the same way), not launched eagerly. rounds: interleaved rounds
     (interleaved); each line gives the median of its rounds, and their range."""
@@ -271,7 +280,7 @@ def probe(case: Case, precision: str, kinds: set, persistent=None, splitk=None,
                                                         fma_plan)) * 1e3
         print(f"  {'staging A^T row-major':40s} {us:8.1f} us")
     runs += [r for r in candidates(precision, persistent, halves, splitk, plain, gemv,
-                                   fma_staged, fma_transposed) if r[0] in kinds]
+                                   fma_staged, fma_transposed, planes_off) if r[0] in kinds]
     errors, fns = {"cublas": cublas_error}, {"cublas": cublas}
     for kind, label, fn in runs:
         ok = checked(f"{kind} {label}", fn)
@@ -321,6 +330,9 @@ def main(argv=None) -> int:
                         help="run the split-K tiles on C^T = W A^T (BK as given): ieee with "
                              "A^T copied row-major (dispatch.FMA_TRANSPOSED), other "
                              "precisions on the operands as given")
+    parser.add_argument("--planes-off", action="store_true",
+                        help="run each split-K tile a second time with A not read in "
+                             "planes of rows (splitk.ROW_PLANES off)")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
@@ -338,7 +350,7 @@ def main(argv=None) -> int:
         m, n, k, *layout = spec.split(",")
         probe(Case(int(m), int(n), int(k), layout[0] if layout else "nn"), args.precision,
               set(args.only.split(",")), tiles, specs(args.splitk), specs(args.plain),
-              specs(args.gemv), args.transposed, args.graph, args.rounds)
+              specs(args.gemv), args.transposed, args.graph, args.rounds, args.planes_off)
     return 0
 
 

@@ -688,6 +688,93 @@ def test_splitk_narrow_loads_need_an_operand_off_16_byte_runs():
     assert splitk.run_elements(b[:, :4098], 1) == 0
 
 
+def test_splitk_row_planes_where_a_rows_are_off_16_byte_runs():
+    """A 16-bit K-contiguous A whose rows are not whole 16-byte runs is read in planes of
+    rows sharing a start within a run (splitk.row_planes): run / gcd(row stride, run) of
+    them, 1 where only K's end is off a run; none where A is whole runs or fp32, B is
+    K-major, A's base is off 16 bytes or a plane would hold under ROW_PLANES_MIN_ROWS
+    rows."""
+    half = torch.float16
+    rows = 8 * splitk.ROW_PLANES_MIN_ROWS
+    b = torch.empty(65536, 128, dtype=half)
+    for k, planes in ((65535, 8), (65534, 4), (65532, 2), (65536, 0)):
+        assert splitk.row_planes(torch.empty(rows, k, dtype=half), b[:k]) == planes, k
+    assert splitk.row_planes(torch.empty(rows, 65536, dtype=torch.bfloat16)[:, :65533],
+                             b[:65533].bfloat16()) == 1
+    assert splitk.row_planes(torch.empty(rows, 65535), b[:65535].float()) == 0  # fp32
+    a = torch.empty(rows, 65535, dtype=half)
+    assert splitk.row_planes(a, torch.empty(128, 65535, dtype=half).t()) == 0  # K-major B
+    assert splitk.row_planes(a[:rows - 1], b[:65535]) == 0  # a plane of 15 rows
+    storage = torch.empty(rows * 65535 + 8, dtype=half)
+    assert splitk.row_planes(storage[1:1 + rows * 65535].view(rows, 65535), b[:65535]) == 0
+    assert splitk.row_planes(torch.empty(65535, rows, dtype=half).t(), b[:65535]) == 0
+    # Read in planes, A loads whole runs: not a narrow operand, hinted 16 bytes wide.
+    assert not splitk.narrow_loads(a, b[:65535], 8)
+    assert splitk.narrow_loads(a, b[:65535, :127], 8)  # B still off its runs
+    assert splitk.vector_hints(a, b[:65535], 8)["A_VEC"] == 8
+
+
+def test_split_k_tile_sets_of_planes_and_of_fp32_by_element(monkeypatch):
+    """An A read in planes tunes on tiles at most a plane tall, among them
+    configs._SPLITK_PLANES_TILES, which nothing else tunes on; an fp32 operand loaded
+    less than 16 bytes wide tunes on the narrow tiles and configs._SPLITK_NARROW_MMA_TILES,
+    which aligned operands keep too; 16-bit narrow loads do not take them."""
+    monkeypatch.setattr(configs, "_shared_memory_limit", lambda index: 232448)
+    a = torch.empty(128, 65536, dtype=torch.float16)
+
+    def kept(family, layout, planes=0, m=128):
+        args = {"a_ptr": a if family == "half" else a.float(), "M": m, "N": 128,
+                "K": 65535, "LAYOUT": layout}
+        return {configs.config_name(c, family) for c in configs.splitk_prune(
+            configs.splitk_configs(family), args, family=family, A_PLANES=planes)}
+    planes_tiles = {t[0] for t in configs._SPLITK_PLANES_TILES}
+    in_planes = kept("half", 0, 8)
+    assert planes_tiles <= in_planes
+    assert all(name.startswith("k_16x") for name in in_planes), in_planes
+    assert {n for n in kept("half", 0, 2) if n.startswith("k_64x")}  # planes of 64 rows
+    assert not kept("half", 0) & planes_tiles
+    assert not kept("half", configs.NARROW_LOADS) & planes_tiles
+    mma = {t[0] for t in configs._SPLITK_NARROW_MMA_TILES}
+    assert mma and mma <= kept("tf32", configs.NARROW_LOADS)
+    assert mma <= kept("tf32", 0)
+    assert not {t[0] for t in configs._SPLITK_MMA_TILES} & kept("half", configs.NARROW_LOADS)
+
+
+# A's rows off 16-byte runs, read in planes: (dtype, rows, K, row stride, planes); rows not
+# a multiple of the planes (planes of unequal height), K long enough that the last slices
+# of the larger SPLITs hold none of it.
+PLANE_CASES = [(torch.float16, 130, 297, 297, 8), (torch.bfloat16, 70, 298, 298, 4),
+               (torch.bfloat16, 35, 300, 300, 2), (torch.float16, 20, 299, 304, 1)]
+# Tiles taller than a plane (rows wasted, still correct), shallow and deep K steps.
+PLANE_TILES = [(16, 32, 32, 4, 4, 2), (32, 16, 16, 8, 4, 2), (64, 64, 64, 2, 4, 2)]
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,rows,k,stride,planes", PLANE_CASES,
+                         ids=[f"{str(c[0])[6:]}-{c[4]}planes" for c in PLANE_CASES])
+def test_splitk_on_row_planes(dtype, rows, k, stride, planes):
+    """Rows of A off 16-byte runs, read in planes (each tile shifted back to a run
+    boundary, the elements outside [0, K) zeroed), match float64 on every pinned tile,
+    with the addmm epilogue; an inf in another row's run next to a row's ends reaches
+    only its own row's output."""
+    a = randn(rows, stride, dtype=dtype)[:, :k]
+    b = randn(k, 40, dtype=dtype)
+    assert splitk.row_planes(a, b) == planes
+    d = randn(1, 40, dtype=dtype)
+    for bm, bn, bk, split, warps, stages in PLANE_TILES:
+        out = poisoned(rows, 40, dtype=dtype)
+        config = configs._splitk_config(bm, bn, bk, split, warps, stages)
+        splitk.matmul_2d(a, b, out, d, alpha=1.5, beta=-0.5, precision="half",
+                         config=config)
+        ref = 1.5 * (a.double() @ b.double()) - 0.5 * d.double()
+        assert_close(out, ref, dtype, None, f"{bm}x{bn}x{bk} split {split}")
+    a[5, 0] = a[9, k - 1] = float("inf")
+    out = poisoned(rows, 40, dtype=dtype)
+    splitk.matmul_2d(a, b, out, precision="half",
+                     config=configs._splitk_config(*PLANE_TILES[0]))
+    assert (~torch.isfinite(out)).any(1).nonzero().flatten().tolist() == [5, 9]
+
+
 def test_m_major_runs_into_thin_outputs_tune_on_the_runs_tiles_only(monkeypatch):
     """A weight in 16-byte runs off ALIGN as the M-major A of an output at most
     SPLITK_RUNS_MAX_N wide (C^T = W A^T of 16-bit 8x4104x4104) carries the M_RUNS key bit

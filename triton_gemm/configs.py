@@ -548,6 +548,21 @@ _SPLITK_NARROW_TILES = (
 # probe (H200, 8x4104x4104 fp16 16.6 us against 18.3 on the plain kernel; cuBLAS 17.4).
 _SPLITK_RUNS_TILES = (("k_128x16x32_s4_st8", 128, 16, 32, 4, 4, 8),)
 _SPLITK_RUNS_SHAPES = frozenset(t[1:] for t in _SPLITK_RUNS_TILES)
+# 16-bit A read in planes of rows (splitk.row_planes: rows off 16-byte runs; 128x128x65535
+# takes 8 planes of 16 rows), tiles at most a plane tall (splitk_prune). perf/tile_probe.py
+# --graph --rounds 3, H200, 128x128x65535, us, fp16 / bf16 (cuBLAS 38.4 / 38.4), fifty-third
+# session: 16x128x128 s32 25.6 / 25.8, s16 28.5 / 28.6, s64 28.4 / 28.4; 16x128x64 s64 27.3
+# / 27.4, s32 w4 st6 29.5 / 29.2; 16x128x256 s16 28.4 / 28.4; 16x64x128 s32 33.6 / 33.7;
+# 16x256x64 s32 45.6 / 45.5. Not in planes, A by element, the best tile 30.4 (fp16 32x64x32
+# s128, the narrow tiles' choice), 16x128x128 s32 30.4.
+_SPLITK_PLANES_TILES = (("k_16x128x128_s32", 16, 128, 128, 32, 4, 4),)
+# fp32 A loaded 4 bytes wide (rows off 16-byte runs: fp32 K = 65535) also takes these mma.sync
+# tiles of _SPLITK_MMA_TILES (narrow_or_wide): perf/tile_probe.py --graph --rounds 3, H200,
+# 128x128x65535, us (the narrow tiles' choice k_32x64x32_s128; cuBLAS), fifty-third session:
+# tf32 64x64x32 s64 33.7 (43.7; 36.1); tf32x3 32x64x32 s64 58.7 (72.2; SGEMM 62.1), its
+# 64x64x32 s64 126.7. Read in planes of rows instead (splitk.row_planes), fp32 lost: tf32
+# 32x64x32 s64 35.5, 64x64x32 s64 62.0 against 33.7 by element.
+_SPLITK_NARROW_MMA_TILES = tuple(t for t in _SPLITK_MMA_TILES if t[4] == 64)
 # Outputs at most one of those tiles wide (its BN): the only ones measured.
 SPLITK_RUNS_MAX_N = 16
 _SPLITK_NARROW_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st) for
@@ -556,8 +571,15 @@ _SPLITK_NARROW_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st) for
 
 def splitk_narrow_tiles(family: str) -> tuple:
     """The split-K tiles for operands loaded less than 16 bytes wide
-    (_SPLITK_NARROW_TILES)."""
+    (_SPLITK_NARROW_TILES), which no other operands take."""
     return _SPLITK_NARROW_WORD_TILES if family == "tf32" else _SPLITK_NARROW_TILES
+
+
+def splitk_narrow_shapes(family: str) -> frozenset:
+    """The shapes (_splitk_shape) of every split-K tile operands loaded less than 16 bytes
+    wide take: the narrow tiles, and the tf32 family's _SPLITK_NARROW_MMA_TILES."""
+    extra = _SPLITK_NARROW_MMA_TILES if family == "tf32" else ()
+    return frozenset(t[1:] for t in splitk_narrow_tiles(family) + extra)
 
 
 def splitk_tiles(family: str) -> tuple:
@@ -566,7 +588,7 @@ def splitk_tiles(family: str) -> tuple:
     if family == "simt":
         vector = _SPLITK_WORD_TILES + _SPLITK_FMA_TILES
     elif family == "half":
-        vector = _SPLITK_HALF_TILES + _SPLITK_RUNS_TILES
+        vector = _SPLITK_HALF_TILES + _SPLITK_RUNS_TILES + _SPLITK_PLANES_TILES
     else:
         vector = _SPLITK_WORD_TILES + _SPLITK_MMA_TILES
     return vector + splitk_narrow_tiles(family)
@@ -695,9 +717,22 @@ def _splitk_among(configs_in, shapes, inside: bool) -> list:
 
 
 def narrow_or_wide(configs_in, narrow: bool, family: str) -> list:
-    """The split-K configs_in among the narrow tiles if narrow, else the others (all of
-    configs_in if none is)."""
-    return _splitk_among(configs_in, {t[1:] for t in splitk_narrow_tiles(family)}, narrow)
+    """The split-K configs_in among splitk_narrow_shapes if narrow, else those not among
+    the narrow tiles (all of configs_in if none is)."""
+    if narrow:
+        return _splitk_among(configs_in, splitk_narrow_shapes(family), True)
+    return _splitk_among(configs_in, {t[1:] for t in splitk_narrow_tiles(family)}, False)
+
+
+def planes_tiles(configs_in, m: int, planes: int) -> list:
+    """The split-K configs_in at most a plane of m rows tall (16 at least) where A is read
+    in that many planes of rows (splitk.row_planes), and _SPLITK_PLANES_TILES only there;
+    all of configs_in if none is."""
+    shapes = {t[1:] for t in _SPLITK_PLANES_TILES}
+    if not planes:
+        return _splitk_among(configs_in, shapes, False)
+    tall = max(16, triton.next_power_of_2(-(-m // planes)))
+    return [c for c in configs_in if c.kwargs["BM"] <= tall] or list(configs_in)
 
 
 def splitk_runs_tiles(configs_in, runs: bool) -> list:
@@ -708,14 +743,16 @@ def splitk_runs_tiles(configs_in, runs: bool) -> list:
 
 def splitk_prune(configs_in, named_args, family: str, **kwargs):
     """early_config_prune of the split-K kernel: the narrow tiles or the others
-    (NARROW_LOADS), the runs tiles or the others (M_RUNS), select(),
+    (NARROW_LOADS), the runs tiles or the others (M_RUNS), tiles a plane tall (planes_tiles:
+    the A_PLANES constexpr), select(),
     affordable partials and slices of at least two K steps each."""
     m, n, k = named_args["M"], named_args["N"], named_args["K"]
     narrow = bool(named_args["LAYOUT"] & NARROW_LOADS)
     runs = bool(named_args["LAYOUT"] & M_RUNS)
+    planes = kwargs.get("A_PLANES", 0)
     pool = splitk_affordable(
-        splitk_runs_tiles(narrow_or_wide(configs_in, narrow, family), runs), m, n, k,
-        named_args["a_ptr"].element_size())
+        planes_tiles(splitk_runs_tiles(narrow_or_wide(configs_in, narrow, family), runs), m,
+                     planes), m, n, k, named_args["a_ptr"].element_size())
     deep = [c for c in pool if c.kwargs["SPLIT"] * 2 * c.kwargs["BK"] <= k]
     if not deep:
         deep = [min(pool, key=lambda c: c.kwargs["SPLIT"] * c.kwargs["BK"])]

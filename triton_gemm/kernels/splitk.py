@@ -77,6 +77,7 @@ saved. H100, CUDA-graph time after an L2 flush, us, pinned configs, P = 1 -> 2 -
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 import triton
@@ -98,7 +99,7 @@ def _splitk_partial_kernel(
     M_BUCKET, N_BUCKET, K_BUCKET, LAYOUT,
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, UPCAST: tl.constexpr,
     A_VEC: tl.constexpr, A_M_RUNS: tl.constexpr,
-    B_VEC: tl.constexpr, B_N_RUNS: tl.constexpr,
+    B_VEC: tl.constexpr, B_N_RUNS: tl.constexpr, A_PLANES: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
     DEPENDENT: tl.constexpr,
 ):
@@ -111,39 +112,57 @@ def _splitk_partial_kernel(
     A_VEC > 0 promises runs of A_VEC elements (16 or 8 bytes) that triton's own
     specialisation (multiples of 16 elements) cannot see (vector_hints): A contiguous
     along M (A_M_RUNS) or K, its other stride and its extent along the runs multiples of
-    A_VEC elements; B_VEC and B_N_RUNS the same for B. DEPENDENT: see
-    common.dependent_launch."""
+    A_VEC elements; B_VEC and B_N_RUNS the same for B. A_PLANES > 0: A is K-contiguous
+    and its rows are not whole runs of A_VEC elements (row_planes): a tile takes rows
+    plane + A_PLANES * j, whose starts all sit the same distance past a run boundary, and
+    steps through K from that boundary (a shift of up to A_VEC - 1 elements before k = 0),
+    so A loads whole runs; elements outside [0, K) are zeroed after the load. DEPENDENT:
+    see common.dependent_launch."""
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     pid = tl.program_id(0)
+    planes: tl.constexpr = A_PLANES if A_PLANES > 0 else 1
     num_pid_n = tl.cdiv(N, BN)
-    tiles = tl.cdiv(M, BM) * num_pid_n
+    blocks_m = tl.cdiv(tl.cdiv(M, planes), BM)  # row blocks per plane
+    tiles = planes * blocks_m * num_pid_n
     split = pid // tiles
     tile = pid % tiles
     pid_m = tile // num_pid_n
     pid_n = tile % num_pid_n
-
-    k_slice = tl.cdiv(tl.cdiv(K, SPLIT), BK) * BK
+    plane = pid_m // blocks_m
+    offs_m = plane + planes * ((pid_m % blocks_m) * BM + tl.arange(0, BM))
+    # Planes: k = kk + shift for the tile's K index kk, shift in (-A_VEC, 0] puts kk = 0 on
+    # a run boundary of every row of the plane (rows plane + A_PLANES * j lie A_PLANES
+    # strides apart, a whole number of runs).
+    shift = -((plane * stride_am) % A_VEC) if A_PLANES > 0 else 0
+    k_end = K - shift  # kk past the last element
+    k_slice = tl.cdiv(tl.cdiv(K + (A_VEC - 1 if A_PLANES > 0 else 0), SPLIT), BK) * BK
     k_start = split * k_slice
-    k_steps = tl.cdiv(tl.minimum(k_slice, tl.maximum(K - k_start, 0)), BK)
+    k_steps = tl.cdiv(tl.minimum(k_slice, tl.maximum(k_end - k_start, 0)), BK)
 
-    offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = k_start + tl.arange(0, BK)
-    # Rows/columns past the edge read a valid one (wrapped) and are never stored.
-    rows_a = offs_m % MA
+    # Rows/columns past the edge read a valid one (wrapped; to the plane's first row,
+    # which keeps the plane's alignment) and are never stored.
+    if A_PLANES > 0:
+        rows_a = tl.where(offs_m < MA, offs_m, plane)
+    else:
+        rows_a = offs_m % MA
     if A_M_RUNS:  # rows in order but for the wrap, as B's columns
         rows_a = tl.max_contiguous(rows_a, 16)
     # Columns in order but for the wrap: lanes along N where N is unaligned (matmul.py).
     cols_b = tl.max_contiguous(offs_n % NB, 16)
     a_m = rows_a * stride_am
     a_k = offs_k * stride_ak
-    b_k = offs_k * stride_bk
+    b_k = (offs_k + shift) * stride_bk
     b_n = cols_b * stride_bn
     # The hints: wrapping at MA or NB, which are multiples of the run, keeps each run whole.
     if A_VEC > 0 and A_M_RUNS:
         a_m = tl.max_contiguous(tl.multiple_of(rows_a, A_VEC), A_VEC) * stride_am
         a_k = tl.multiple_of(a_k, A_VEC)
+    elif A_PLANES > 0:  # stride_ak is 1
+        a_m = tl.multiple_of(a_m + shift, A_VEC)
+        a_k = tl.max_contiguous(tl.multiple_of(offs_k, A_VEC), A_VEC)
     elif A_VEC > 0:
         a_m = tl.multiple_of(a_m, A_VEC)
     if B_VEC > 0 and B_N_RUNS:
@@ -159,15 +178,25 @@ def _splitk_partial_kernel(
         # of 16 when K is, which lets triton keep 16-byte loads along a K-contiguous
         # operand (a mask against the slice end, min(k_start + k_slice, K), does not:
         # 56 us of GPU time against cuBLAS's 12 at 128x128x65536 fp16).
-        k_left = K - k_start - i * BK
+        k_left = k_end - k_start - i * BK
         a_mask = tl.arange(0, BK)[None, :] < k_left
         b_mask = tl.arange(0, BK)[:, None] < k_left
-        if A_VEC > 0 and not A_M_RUNS:  # K is a multiple of A_VEC: masks hold in its runs
+        if A_PLANES > 0:
+            # Whole runs up to the one holding K's end (inside A's memory: the run holds an
+            # element of it and the base is run-aligned), then the elements outside [0, K)
+            # zeroed: another row's, which may hold an inf (inf * 0 is nan).
+            a_mask = tl.max_constancy(
+                tl.arange(0, BK)[None, :] < tl.cdiv(k_left, A_VEC) * A_VEC, [1, A_VEC])
+            kk = k_start + i * BK + tl.arange(0, BK)
+            b_mask = b_mask & (kk[:, None] >= -shift)
+        elif A_VEC > 0 and not A_M_RUNS:  # K is a multiple of A_VEC: masks hold in its runs
             a_mask = tl.max_constancy(a_mask, [1, A_VEC])
         if B_VEC > 0 and not B_N_RUNS:
             b_mask = tl.max_constancy(b_mask, [B_VEC, 1])
         a = tl.load(a_ptrs, mask=a_mask, other=0.0)
         b = tl.load(b_ptrs, mask=b_mask, other=0.0)
+        if A_PLANES > 0:
+            a = tl.where((kk[None, :] >= -shift) & (kk[None, :] < k_end), a, 0.0)
         if UPCAST:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -223,6 +252,16 @@ def _max_split(family: str, m_bucket: int, n_bucket: int, k_bucket: int, elem_by
         _TUNED[family].configs, m_bucket, n_bucket, k_bucket, elem_bytes))
 
 
+# Read a 16-bit A in planes of rows where its rows are not whole 16-byte runs (row_planes):
+# loaded by element otherwise, not pipelined (LDG.E.U16 in the SASS of sm_90a). The probe is
+# at configs._SPLITK_PLANES_TILES (fp16 128x128x65535 25.6 us against 30.4), and why fp32 is
+# not read so (4-byte cp.async pipelines) at configs._SPLITK_NARROW_MMA_TILES.
+ROW_PLANES = True
+# A plane holds a tile of the smallest BM at least: each plane's tiles read B's K slice
+# again (from L2 when the planes' programs run together).
+ROW_PLANES_MIN_ROWS = 16
+
+
 # Elements the reduce kernel holds per program (SPLIT_P2 x BLOCK fp32 values: 32 per thread
 # of 4 warps), so a 128x128 output split 32 ways still spreads over 128 programs.
 _REDUCE_TILE = 4096
@@ -263,20 +302,39 @@ def _run_dims(a: torch.Tensor, b: torch.Tensor) -> tuple[int, int]:
     return (0 if a.stride(1) != 1 else 1), (1 if b.stride(0) != 1 else 0)
 
 
-def narrow_loads(a: torch.Tensor, b: torch.Tensor) -> bool:
+def row_planes(a: torch.Tensor, b: torch.Tensor) -> int:
+    """The partial kernel's A_PLANES for 2-D a (M, K), b (K, N): where a 16-bit A is
+    K-contiguous and its rows are not whole 16-byte runs (K or the row stride off a run:
+    fp16 K = 65535), the planes of rows whose starts share an offset within a run (the run
+    over gcd(stride, run), in elements: 8 at an odd stride; 1 where only K's end is off),
+    so that the kernel loads A 16 bytes wide (see the kernel and ROW_PLANES); 0 where A is
+    whole runs or is not read that way. Only for a row-major B (shifting its K rows keeps
+    its N runs) and at least ROW_PLANES_MIN_ROWS rows per plane."""
+    vec = VECTOR_BYTES // a.element_size()
+    if (not ROW_PLANES or a.element_size() != 2 or a.stride(1) != 1 or a.data_ptr() % VECTOR_BYTES
+            or b.stride(0) == 1 or whole_runs(a, 1)):
+        return 0
+    gap = a.stride(0) % vec if a.shape[0] > 1 else 0
+    planes = vec // math.gcd(gap, vec) if gap else 1
+    return planes if a.shape[0] >= planes * ROW_PLANES_MIN_ROWS else 0
+
+
+def narrow_loads(a: torch.Tensor, b: torch.Tensor, planes: int = 0) -> bool:
     """Whether the kernel loads 2-D a (M, K) or b (K, N) less than 16 bytes wide (8 bytes
     or one element at a time): its runs along its contiguous dimension (K where both
-    are) are not whole 16-byte runs."""
+    are) are not whole 16-byte runs, A's not read in planes (row_planes)."""
     a_dim, b_dim = _run_dims(a, b)
-    return not (whole_runs(a, a_dim) and whole_runs(b, b_dim))
+    return not ((planes or whole_runs(a, a_dim)) and whole_runs(b, b_dim))
 
 
-def vector_hints(a: torch.Tensor, b: torch.Tensor) -> dict:
-    """The partial kernel's A_VEC, A_M_RUNS, B_VEC, B_N_RUNS for 2-D a (M, K), b (K, N):
-    each operand's runs along its contiguous dimension (K where both are), 16 or 8 bytes
-    (_runs)."""
+def vector_hints(a: torch.Tensor, b: torch.Tensor, planes: int = 0) -> dict:
+    """The partial kernel's A_VEC, A_M_RUNS, B_VEC, B_N_RUNS, A_PLANES for 2-D a (M, K),
+    b (K, N) read in planes of A's rows (row_planes): each operand's runs along its
+    contiguous dimension (K where both are), 16 or 8 bytes (_runs), A's 16 bytes in
+    planes."""
     a_dim, b_dim = _run_dims(a, b)
-    return {"A_VEC": _runs(a, a_dim), "A_M_RUNS": a_dim == 0,
+    a_vec = VECTOR_BYTES // a.element_size() if planes else _runs(a, a_dim)
+    return {"A_VEC": a_vec, "A_M_RUNS": a_dim == 0, "A_PLANES": planes,
             "B_VEC": _runs(b, b_dim), "B_N_RUNS": b_dim == 1}
 
 
@@ -316,8 +374,9 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     has_d, d = epilogue_input(d, beta, out)
     dot_prec = dot_precision(a.dtype, precision)
     family = configs.family_for(a.dtype, precision)
-    narrow = narrow_loads(a, b)
-    hints = vector_hints(a, b)
+    planes = row_planes(a, b)
+    narrow = narrow_loads(a, b, planes)
+    hints = vector_hints(a, b, planes)
     if config is None and (INTERPRETER or not AUTOTUNE):
         config = configs.splitk_default_config(family, m, n, k, narrow)
     tuning = tuning_args(m, n, k, a, b)
@@ -331,10 +390,11 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
                 **dependent_meta(a.device))
 
     def grid(meta_):
-        tiles = cdiv(m, meta_["BM"]) * cdiv(n, meta_["BN"])
+        rows = max(planes, 1)
+        tiles = rows * cdiv(cdiv(m, rows), meta_["BM"]) * cdiv(n, meta_["BN"])
         return (meta_["SPLIT"] * tiles,)
 
-    key = (*tuning, dot_prec, has_d, a.dtype, b.dtype)
+    key = (*tuning, planes, dot_prec, has_d, a.dtype, b.dtype)
     ran = launch(_splitk_partial_kernel, _TUNED[family], grid, args, meta, config, family,
                  key)
     return reduce(work, ran.kwargs["SPLIT"], out, d if has_d else None, alpha=alpha,
