@@ -136,6 +136,12 @@ PAD_MIN_MN = 64
 # (SGEMM 25.4); 128x128x32767 20.8 / 22.0 (27.3), 41.0 / 48.5 (39.9); 96x96x20001 14.8 /
 # 16.9 (21.7), 23.9 / 30.8 (31.6); 112x112x8191 12.7 / 13.2 (16.4), 17.6 / 19.2 (17.8).
 # Past 256 x 256 (up to few_tiles' 66 tiles of 64 x 64) unmeasured: padded as before.
+# Re-measured with 16-bit A read in planes of rows and fp32's narrow mma.sync tiles
+# (splitk.row_planes, configs._SPLITK_NARROW_MMA_TILES): perf/plans.py, H200, fifty-third
+# session, GPU us as given / padded (cuBLAS): fp16 256x256x32767 41.3 / 34.9 (45.1),
+# 192x192x40001 47.8 / 33.9 (47.6); tf32x3 256x256x32767 114.8 / 98.1 (97.6), 192x192x40001
+# 89.7 / 104.1 (90.9). Padding still wins past 128 x 128 but for that one tf32x3 shape:
+# the rule stays.
 SPLITK_AS_GIVEN_MAX_MN = {"half": 128 * 128, "tf32x3": 128 * 128, "tf32": 256 * 256,
                           "ieee": 256 * 256}
 
