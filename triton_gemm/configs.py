@@ -561,7 +561,9 @@ _SPLITK_PLANES_TILES = (("k_16x128x128_s32", 16, 128, 128, 32, 4, 4),)
 # 128x128x65535, us (the narrow tiles' choice k_32x64x32_s128; cuBLAS), fifty-third session:
 # tf32 64x64x32 s64 33.7 (43.7; 36.1); tf32x3 32x64x32 s64 58.7 (72.2; SGEMM 62.1), its
 # 64x64x32 s64 126.7. Read in planes of rows instead (splitk.row_planes), fp32 lost: tf32
-# 32x64x32 s64 35.5, 64x64x32 s64 62.0 against 33.7 by element.
+# 32x64x32 s64 35.5, 64x64x32 s64 62.0 against 33.7 by element. fp32 FMA (ieee) there
+# keeps its tiles: 64x64x32 s64 68.0 (the tuner's), s128 66.8, 64x64x64 s64 75.8, 32x64x32
+# s128 75.2 (SGEMM 62.2).
 _SPLITK_NARROW_MMA_TILES = tuple(t for t in _SPLITK_MMA_TILES if t[4] == 64)
 # Outputs at most one of those tiles wide (its BN): the only ones measured.
 SPLITK_RUNS_MAX_N = 16
