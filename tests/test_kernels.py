@@ -825,10 +825,16 @@ def test_splitk_tunes_m_major_runs_apart(monkeypatch):
                      common.last_config())
 
 
+def narrow_names(family) -> set:
+    """The names of the split-K tiles narrow operands tune on (configs.splitk_narrow_shapes)."""
+    shapes = configs.splitk_narrow_shapes(family)
+    return {t[0] for t in configs.splitk_tiles(family) if t[1:] in shapes}
+
+
 def test_narrow_loads_tune_on_the_narrow_tiles_only():
-    """Each family tunes operands loaded less than 16 bytes wide on its narrow tiles and
-    other operands on the rest (configs.narrow_or_wide); untuned, they take the narrow
-    BK."""
+    """Each family tunes operands loaded less than 16 bytes wide on its narrow tiles (and
+    tf32 on configs._SPLITK_NARROW_MMA_TILES too) and other operands on the rest
+    (configs.narrow_or_wide); untuned, they take the narrow BK."""
     for family in configs.FAMILIES:
         cfgs = configs.splitk_configs(family)
         narrow_tiles = configs.splitk_narrow_tiles(family)
@@ -837,7 +843,8 @@ def test_narrow_loads_tune_on_the_narrow_tiles_only():
         for narrow in (True, False):
             kept = {configs.config_name(c, family)
                     for c in configs.narrow_or_wide(cfgs, narrow, family)}
-            assert kept and (kept <= names if narrow else not kept & names), (family, kept)
+            assert kept and (kept <= narrow_names(family) if narrow else not kept & names), \
+                (family, kept)
         bks = {t[3] for t in narrow_tiles}
         for narrow in (True, False):
             default = configs.splitk_default_config(family, 8, 4097, 4097, narrow)
@@ -855,13 +862,14 @@ def test_splitk_tunes_narrow_operands_apart(dtype, precision, monkeypatch):
     spill on loads one element at a time)."""
     monkeypatch.setattr(splitk, "AUTOTUNE", True)
     family = configs.family_for(dtype, precision)
-    names = {t[0] for t in configs.splitk_narrow_tiles(family)}
+    only_narrow = {t[0] for t in configs.splitk_narrow_tiles(family)}
     for n, k, narrow in ((301, 1101, True), (296, 1104, False)):
         a, b = randn(8, k, dtype=dtype), randn(k, n, dtype=dtype)
         assert splitk.narrow_loads(a, b) == narrow
         out = poisoned(8, n, dtype=dtype)
         splitk.matmul_2d(a, b, out, precision=precision)
-        assert (common.last_config() in names) == narrow, common.last_config()
+        ran = common.last_config()
+        assert ran in narrow_names(family) if narrow else ran not in only_narrow, ran
         assert_close(out, a.double() @ b.double(), dtype,
                      None if precision == "half" else precision, common.last_config())
 

@@ -94,6 +94,10 @@ _SIMT_TILES = (
 # 17.6 (18.9), 16x28672x8192 161.0 / 161.0 (163.4); s10 and 8 warps no better. 64x64x128
 # s6 against s4 at 64x8192x8192 50.9 / 51.5 (50.6), bf16 51.5 / 52.1 (51.1); s6 is 192 KB,
 # past an A100's shared memory, so s4 stays (the untuned default, _DEFAULT_THIN_TILE).
+# H200, bf16 nt (tile_probe.py --transposed --graph --rounds 3, fifty-third session, us,
+# cuBLAS 36.5 / 36.2): 1x8192x8192 64x16x128 s8 38.1, 128x16x64 s8 39.5, 64x16x64 s12 40.4,
+# 32x16x128 s8 46.0, 32x16x256 47.9; split-K C^T 128x16x64 s2 38.2; 32x8192x8192 64x32x128
+# s6 36.8, all others 45.9 or more. No tile closes the gap to cuBLAS at one row.
 THIN_N = 64
 _THIN_HALF_TILES = (
     ("h_64x16x128", 64, 16, 128, 4, 8),
