@@ -159,7 +159,8 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
 def _splitk_candidates(tiles, word: int, prec: str, transposed=None,
                        planes_off: bool = False) -> list:
     """transposed: (W, A^T), the split-K tiles run C^T = W A^T (BK as given). planes_off:
-    each tile a second time with A not read in planes of rows (splitk.ROW_PLANES off)."""
+    each tile a second time with neither operand read in planes of rows (splitk.ROW_PLANES
+    and COL_PLANES off)."""
     out = []
     for bm, bn, bk, split, w, st in tiles:
         bk = bk if transposed else bk // word
@@ -174,7 +175,7 @@ def _splitk_candidates(tiles, word: int, prec: str, transposed=None,
         out.append(("splitk", label, fn))
         if planes_off:
             def unplaned(a, b, c, fn=fn):
-                with constants(splitk_kernel, ROW_PLANES=False):
+                with constants(splitk_kernel, ROW_PLANES=False, COL_PLANES=False):
                     return fn(a, b, c)
             out.append(("splitk", f"{label} no planes", unplaned))
     return out
@@ -331,8 +332,8 @@ def main(argv=None) -> int:
                              "A^T copied row-major (dispatch.FMA_TRANSPOSED), other "
                              "precisions on the operands as given")
     parser.add_argument("--planes-off", action="store_true",
-                        help="run each split-K tile a second time with A not read in "
-                             "planes of rows (splitk.ROW_PLANES off)")
+                        help="run each split-K tile a second time with neither operand "
+                             "read in planes of rows (splitk.ROW_PLANES, COL_PLANES off)")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")

@@ -148,8 +148,10 @@ def test_launch_tunes_once_per_key_then_runs_the_kernel_with_the_tuned_config(mo
 
 def test_splitk_partials_stay_within_their_budget():
     """Huge K keeps its deep splits; partials that would outweigh a quarter of the operands
-    (and 8 MiB) are dropped; nothing fitting leaves the smallest SPLIT; buckets decide."""
-    cfgs = configs.splitk_configs("half")
+    (and 8 MiB) are dropped; nothing fitting leaves the smallest SPLIT; buckets decide.
+    The pool operands not read in B's planes tune on (B's planes count their own partials
+    below)."""
+    cfgs = configs.col_planes_tiles(configs.splitk_configs("half"), 0)
 
     def splits(m, n, k, elem_bytes=2):
         return {c.kwargs["SPLIT"] for c in configs.splitk_affordable(cfgs, m, n, k, elem_bytes)}
@@ -166,6 +168,13 @@ def test_splitk_partials_stay_within_their_budget():
         kept = configs.splitk_affordable(cfgs, m, n, k, 2)
         same_key = (configs.bucket(m), configs.bucket(n), configs.bucket(k))
         assert kept and kept == configs.splitk_affordable(cfgs, *same_key, 2)
+    # B in 8 planes: SPLIT x 8 partials of 16 x 28672 (3.7 MB per SPLIT) within a quarter
+    # of the operands (118 MB) up to SPLIT 2; at 4096 x 4096, none: the least SPLIT.
+    cols = configs.col_planes_tiles(configs.splitk_configs("half"), 8)
+    assert {c.kwargs["SPLIT"] for c in configs.splitk_affordable(
+        cols, 16, 28672, 8192, 2, b_planes=8)} == {1, 2}
+    assert {c.kwargs["SPLIT"] for c in configs.splitk_affordable(
+        cols, 4096, 4096, 1024, 2, b_planes=8)} == {1}
 
 
 def test_persistent_tiles_that_leave_most_sms_idle_are_not_tuned():

@@ -740,6 +740,74 @@ def test_split_k_tile_sets_of_planes_and_of_fp32_by_element(monkeypatch):
     assert not {t[0] for t in configs._SPLITK_MMA_TILES} & kept("half", configs.NARROW_LOADS)
 
 
+def test_splitk_col_planes_where_b_rows_are_off_16_byte_runs():
+    """A 16-bit row-major B whose rows are not whole 16-byte runs is read in planes of its
+    rows (splitk.col_planes) as A's are (row_planes); none where B is whole runs, fp32 or
+    K-major, A is not K-contiguous or is read in planes itself."""
+    half = torch.float16
+    a = torch.empty(8, 4097, dtype=half)
+    for n, planes in ((4097, 8), (4098, 4), (4100, 2), (4096, 0)):
+        assert splitk.col_planes(a, torch.empty(4097, n, dtype=half)) == planes, n
+    b = torch.empty(4097, 4097, dtype=half)
+    assert splitk.col_planes(a, torch.empty(4097, 4104, dtype=half)[:, :4097]) == 1
+    assert splitk.col_planes(a.float(), b.float()) == 0
+    assert splitk.col_planes(a, torch.empty(4097, 4097, dtype=half).t()) == 0  # K-major
+    assert splitk.col_planes(torch.empty(4097, 8, dtype=half).t(), b) == 0  # M-major A
+    tall = torch.empty(8 * splitk.ROW_PLANES_MIN_ROWS, 4097, dtype=half)
+    assert splitk.row_planes(tall, b) == 8 and splitk.col_planes(tall, b) == 0
+    hints = splitk.vector_hints(a, b, 0, 8)
+    assert (hints["A_VEC"], hints["B_VEC"], hints["B_PLANES"]) == (0, 8, 8)
+
+
+# B's rows off 16-byte runs, read in planes: (dtype, rows, K, N, B's row stride, planes).
+COL_PLANE_CASES = [(torch.float16, 8, 301, 97, 97, 8), (torch.bfloat16, 5, 257, 130, 130, 4),
+                   (torch.float16, 20, 300, 203, 204, 2), (torch.bfloat16, 3, 299, 61, 64, 1)]
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,rows,k,n,stride,planes", COL_PLANE_CASES,
+                         ids=[f"{str(c[0])[6:]}-{c[5]}planes" for c in COL_PLANE_CASES])
+def test_splitk_on_col_planes(dtype, rows, k, n, stride, planes):
+    """Rows of B off 16-byte runs, read in planes (each plane a K slice of its own, its
+    column tiles shifted back to a run boundary) match float64 on every pinned tile and
+    the untuned default, with the addmm epilogue; an inf in B reaches only its own
+    column, whichever plane's shifted tile holds it."""
+    a = randn(rows, k, dtype=dtype)
+    b = randn(k, stride, dtype=dtype)[:, :n]
+    assert splitk.col_planes(a, b) == planes
+    d = randn(1, n, dtype=dtype)
+    for config in [configs._splitk_config(*t) for t in PLANE_TILES] + [None]:
+        out = poisoned(rows, n, dtype=dtype)
+        splitk.matmul_2d(a, b, out, d, alpha=1.5, beta=-0.5, precision="half",
+                         config=config)
+        ref = 1.5 * (a.double() @ b.double()) - 0.5 * d.double()
+        assert_close(out, ref, dtype, None, str(config))
+    b[7, 0] = b[9, n - 1] = b[k - 1, n - 1] = float("inf")
+    out = poisoned(rows, n, dtype=dtype)
+    splitk.matmul_2d(a, b, out, precision="half",
+                     config=configs._splitk_config(*PLANE_TILES[0]))
+    assert (~torch.isfinite(out)).any(0).nonzero().flatten().tolist() == [0, n - 1]
+
+
+def test_split_k_tile_set_of_col_planes(monkeypatch):
+    """B read in planes tunes on configs._SPLITK_COL_PLANES_TILES alone, which nothing
+    else tunes on, their partials (SPLIT times the planes) within the budget; the
+    workspace holds the most partials any of them writes."""
+    monkeypatch.setattr(configs, "_shared_memory_limit", lambda index: 232448)
+    b = torch.empty(4097, 4097, dtype=torch.float16)
+
+    def kept(layout, b_planes):
+        args = {"a_ptr": b, "M": 8, "N": 4097, "K": 4097, "LAYOUT": layout}
+        return {configs.config_name(c, "half") for c in configs.splitk_prune(
+            configs.splitk_configs("half"), args, family="half", B_PLANES=b_planes)}
+    cols = {t[0] for t in configs._SPLITK_COL_PLANES_TILES}
+    assert kept(configs.NARROW_LOADS, 8) == cols
+    assert kept(0, 2) == cols
+    assert not kept(configs.NARROW_LOADS, 0) & cols and not kept(0, 0) & cols
+    most = max(t[4] for t in configs._SPLITK_COL_PLANES_TILES)
+    assert splitk._max_split("half", 8, 4097, 4097, 2, 8) == most * 8
+
+
 # A's rows off 16-byte runs, read in planes: (dtype, rows, K, row stride, planes); rows not
 # a multiple of the planes (planes of unequal height), K long enough that the last slices
 # of the larger SPLITs hold none of it.
@@ -856,10 +924,11 @@ def test_narrow_loads_tune_on_the_narrow_tiles_only():
                                              (torch.float32, "tf32"),
                                              (torch.float32, "ieee")])
 def test_splitk_tunes_narrow_operands_apart(dtype, precision, monkeypatch):
-    """Autotuned (as the suite is not, conftest): rows off 16 bytes run a narrow tile; then
-    operands of the same tuning buckets in whole 16-byte runs run a tile of the others (the
-    NARROW_LOADS key bit keeps them apart: a narrow tile is slow on them, and their tiles
-    spill on loads one element at a time)."""
+    """Autotuned (as the suite is not, conftest): rows off 16 bytes run a narrow tile (a
+    16-bit B's a tile of its planes, splitk.col_planes); then operands of the same tuning
+    buckets in whole 16-byte runs run a tile of the others (the NARROW_LOADS and B_PLANES
+    key bits keep them apart: a narrow tile is slow on them, and their tiles spill on
+    loads one element at a time)."""
     monkeypatch.setattr(splitk, "AUTOTUNE", True)
     family = configs.family_for(dtype, precision)
     only_narrow = {t[0] for t in configs.splitk_narrow_tiles(family)}
@@ -869,7 +938,10 @@ def test_splitk_tunes_narrow_operands_apart(dtype, precision, monkeypatch):
         out = poisoned(8, n, dtype=dtype)
         splitk.matmul_2d(a, b, out, precision=precision)
         ran = common.last_config()
-        assert ran in narrow_names(family) if narrow else ran not in only_narrow, ran
+        if splitk.col_planes(a, b):  # 16-bit B's rows off runs: read in planes instead
+            assert ran in {t[0] for t in configs._SPLITK_COL_PLANES_TILES}, ran
+        else:
+            assert ran in narrow_names(family) if narrow else ran not in only_narrow, ran
         assert_close(out, a.double() @ b.double(), dtype,
                      None if precision == "half" else precision, common.last_config())
 

@@ -569,6 +569,20 @@ _SPLITK_PLANES_TILES = (("k_16x128x128_s32", 16, 128, 128, 32, 4, 4),)
 # keeps its tiles: 64x64x32 s64 68.0 (the tuner's), s128 66.8, 64x64x64 s64 75.8, 32x64x32
 # s128 75.2 (SGEMM 62.2).
 _SPLITK_NARROW_MMA_TILES = tuple(t for t in _SPLITK_MMA_TILES if t[4] == 64)
+# 16-bit B read in planes of its rows (splitk.col_planes: rows off 16-byte runs, fp16 N =
+# 4097, 8 planes), tuned only there (col_planes_tiles): each plane is already a K slice, so
+# few SPLITs, whose partials times the planes stay affordable. perf/tile_probe.py --graph
+# --rounds 3 --planes-off, H200, 8x4097x4097 fp16, us, in planes / by element (cuBLAS
+# 40.8), fifty-third session: 16x128x64 s2 19.7 / 60.5, 16x128x128 s1 20.9 / 2492.6,
+# 16x64x64 s2 21.7 / 49.0, 16x256x64 s1 22.1 / 4845.7, and the narrow tiles' choice
+# 16x64x32 s32 46.8 / 25.9 (32 slices of 8 planes: 256 partials).
+_SPLITK_COL_PLANES_TILES = (
+    ("k_16x128x64_s2", 16, 128, 64, 2, 4, 4),
+    ("k_16x256x64_s1", 16, 256, 64, 1, 4, 4),
+    ("k_16x128x128_s1", 16, 128, 128, 1, 4, 4),
+    ("k_16x64x64_s2", 16, 64, 64, 2, 4, 4),
+)
+_SPLITK_COL_PLANES_SHAPES = frozenset(t[1:] for t in _SPLITK_COL_PLANES_TILES)
 # Outputs at most one of those tiles wide (its BN): the only ones measured.
 SPLITK_RUNS_MAX_N = 16
 _SPLITK_NARROW_WORD_TILES = tuple((name, bm, bn, bk // 2, split, w, st) for
@@ -594,7 +608,8 @@ def splitk_tiles(family: str) -> tuple:
     if family == "simt":
         vector = _SPLITK_WORD_TILES + _SPLITK_FMA_TILES
     elif family == "half":
-        vector = _SPLITK_HALF_TILES + _SPLITK_RUNS_TILES + _SPLITK_PLANES_TILES
+        vector = (_SPLITK_HALF_TILES + _SPLITK_RUNS_TILES + _SPLITK_PLANES_TILES
+                  + _SPLITK_COL_PLANES_TILES)
     else:
         vector = _SPLITK_WORD_TILES + _SPLITK_MMA_TILES
     return vector + splitk_narrow_tiles(family)
@@ -687,14 +702,17 @@ SPLITK_WORK_SHARE = 4
 SPLITK_WORK_FREE = 8 << 20
 
 
-def splitk_affordable(configs_in, m: int, n: int, k: int, elem_bytes: int) -> list:
-    """The split-K configs whose partials fit their budget (SPLITK_WORK_SHARE, at least
+def splitk_affordable(configs_in, m: int, n: int, k: int, elem_bytes: int,
+                      b_planes: int = 0) -> list:
+    """The split-K configs whose partials (SPLIT of them, times b_planes where given: B read
+    in planes, splitk.col_planes) fit their budget (SPLITK_WORK_SHARE, at least
     SPLITK_WORK_FREE), judged on the tuning key's buckets so every shape of a key gets the
     same answer (the workspace is sized by it before the tuned config is known); the
     smallest SPLIT when none fits."""
     bm, bn, bk = bucket(m), bucket(n), bucket(k)
     budget = max((bm * bk + bk * bn) * elem_bytes // SPLITK_WORK_SHARE, SPLITK_WORK_FREE)
-    fits = [c for c in configs_in if c.kwargs["SPLIT"] * bm * bn * 4 <= budget]
+    parts = max(b_planes, 1)
+    fits = [c for c in configs_in if c.kwargs["SPLIT"] * parts * bm * bn * 4 <= budget]
     if fits:
         return fits
     least = min(c.kwargs["SPLIT"] for c in configs_in)
@@ -747,19 +765,36 @@ def splitk_runs_tiles(configs_in, runs: bool) -> list:
     return _splitk_among(configs_in, _SPLITK_RUNS_SHAPES, runs)
 
 
+def col_planes_tiles(configs_in, b_planes: int) -> list:
+    """The split-K configs_in among _SPLITK_COL_PLANES_TILES if B is read in b_planes
+    planes of rows (splitk.col_planes), else the others (all of configs_in if none is)."""
+    return _splitk_among(configs_in, _SPLITK_COL_PLANES_SHAPES, bool(b_planes))
+
+
+def col_planes_default_config() -> triton.Config:
+    """The split-K config run on B's planes when tuning is off."""
+    return _splitk_config(*_SPLITK_COL_PLANES_TILES[0][1:])
+
+
 def splitk_prune(configs_in, named_args, family: str, **kwargs):
-    """early_config_prune of the split-K kernel: the narrow tiles or the others
-    (NARROW_LOADS), the runs tiles or the others (M_RUNS), tiles a plane tall (planes_tiles:
-    the A_PLANES constexpr), select(),
+    """early_config_prune of the split-K kernel: on B's planes (the B_PLANES constexpr)
+    their tiles (col_planes_tiles); else the narrow tiles or the others (NARROW_LOADS), the
+    runs tiles or the others (M_RUNS), tiles a plane tall (planes_tiles: the A_PLANES
+    constexpr); then select(),
     affordable partials and slices of at least two K steps each."""
     m, n, k = named_args["M"], named_args["N"], named_args["K"]
     narrow = bool(named_args["LAYOUT"] & NARROW_LOADS)
     runs = bool(named_args["LAYOUT"] & M_RUNS)
     planes = kwargs.get("A_PLANES", 0)
-    pool = splitk_affordable(
-        planes_tiles(splitk_runs_tiles(narrow_or_wide(configs_in, narrow, family), runs), m,
-                     planes), m, n, k, named_args["a_ptr"].element_size())
-    deep = [c for c in pool if c.kwargs["SPLIT"] * 2 * c.kwargs["BK"] <= k]
+    b_planes = kwargs.get("B_PLANES", 0)
+    if b_planes:  # its own tiles, whatever the operands' other bits
+        pool = col_planes_tiles(configs_in, b_planes)
+    else:
+        pool = planes_tiles(splitk_runs_tiles(narrow_or_wide(
+            col_planes_tiles(configs_in, 0), narrow, family), runs), m, planes)
+    pool = splitk_affordable(pool, m, n, k, named_args["a_ptr"].element_size(), b_planes)
+    parts = max(b_planes, 1)  # K slices per SPLIT
+    deep = [c for c in pool if c.kwargs["SPLIT"] * parts * 2 * c.kwargs["BK"] <= k]
     if not deep:
         deep = [min(pool, key=lambda c: c.kwargs["SPLIT"] * c.kwargs["BK"])]
     return prune(deep, named_args, **kwargs)
@@ -1037,4 +1072,4 @@ def wide_when_a_wave(configs_in, m: int, n: int, sms: int | None, family: str) -
 # persistent split kernel's accumulator flush) changes within a K bucket. A_PLANES (the
 # persistent kernel reading A as even and odd rows) walks other tiles.
 TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D", "D_ROW",
-              "C_TMA", "HI_FLUSH_K", "A_PLANES"]
+              "C_TMA", "HI_FLUSH_K", "A_PLANES", "B_PLANES"]

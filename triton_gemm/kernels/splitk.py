@@ -100,6 +100,7 @@ def _splitk_partial_kernel(
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, UPCAST: tl.constexpr,
     A_VEC: tl.constexpr, A_M_RUNS: tl.constexpr,
     B_VEC: tl.constexpr, B_N_RUNS: tl.constexpr, A_PLANES: tl.constexpr,
+    B_PLANES: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
     DEPENDENT: tl.constexpr,
 ):
@@ -116,16 +117,25 @@ def _splitk_partial_kernel(
     and its rows are not whole runs of A_VEC elements (row_planes): a tile takes rows
     plane + A_PLANES * j, whose starts all sit the same distance past a run boundary, and
     steps through K from that boundary (a shift of up to A_VEC - 1 elements before k = 0),
-    so A loads whole runs; elements outside [0, K) are zeroed after the load. DEPENDENT:
-    see common.dependent_launch."""
+    so A loads whole runs; elements outside [0, K) are zeroed after the load. B_PLANES > 0:
+    B is row-major and its rows are not whole runs of B_VEC elements (col_planes): each K
+    slice is cut again into B_PLANES planes of B's rows, k = plane + B_PLANES * j, whose
+    rows all start the same distance past a run boundary; a plane's column tiles start
+    that far back (up to B_VEC - 1 columns before n = 0), so B loads whole runs, and its
+    partial is W[slice * B_PLANES + plane] (W then holds SPLIT * B_PLANES partials). A is
+    read one element at a time then (A_VEC 0). DEPENDENT: see common.dependent_launch."""
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     pid = tl.program_id(0)
     planes: tl.constexpr = A_PLANES if A_PLANES > 0 else 1
-    num_pid_n = tl.cdiv(N, BN)
+    b_planes: tl.constexpr = B_PLANES if B_PLANES > 0 else 1
+    # Column planes: tiles start up to B_VEC - 1 columns early, so one more may be needed.
+    num_pid_n = tl.cdiv(N + (B_VEC - 1 if B_PLANES > 0 else 0), BN)
     blocks_m = tl.cdiv(tl.cdiv(M, planes), BM)  # row blocks per plane
     tiles = planes * blocks_m * num_pid_n
-    split = pid // tiles
+    part = pid // tiles  # the partial this program adds to
+    split = part // b_planes
+    b_plane = part % b_planes
     tile = pid % tiles
     pid_m = tile // num_pid_n
     pid_n = tile % num_pid_n
@@ -136,12 +146,24 @@ def _splitk_partial_kernel(
     # strides apart, a whole number of runs).
     shift = -((plane * stride_am) % A_VEC) if A_PLANES > 0 else 0
     k_end = K - shift  # kk past the last element
-    k_slice = tl.cdiv(tl.cdiv(K + (A_VEC - 1 if A_PLANES > 0 else 0), SPLIT), BK) * BK
+    if B_PLANES > 0:
+        # Column planes: kk counts the plane's rows of B, k = b_plane + B_PLANES * kk; the
+        # plane's columns start n_shift in (-B_VEC, 0] before the tile's run-aligned ones.
+        n_shift = -((b_plane * stride_bk) % B_VEC)
+        k_end = tl.cdiv(K - b_plane, B_PLANES)
+        k_slice = tl.cdiv(tl.cdiv(tl.cdiv(K, B_PLANES), SPLIT), BK) * BK
+    else:
+        n_shift = 0
+        k_slice = tl.cdiv(tl.cdiv(K + (A_VEC - 1 if A_PLANES > 0 else 0), SPLIT), BK) * BK
     k_start = split * k_slice
     k_steps = tl.cdiv(tl.minimum(k_slice, tl.maximum(k_end - k_start, 0)), BK)
 
-    offs_n = pid_n * BN + tl.arange(0, BN)
-    offs_k = k_start + tl.arange(0, BK)
+    cols = pid_n * BN + tl.arange(0, BN)  # run-aligned under column planes
+    offs_n = cols + n_shift
+    if B_PLANES > 0:
+        offs_k = b_plane + B_PLANES * (k_start + tl.arange(0, BK))
+    else:
+        offs_k = k_start + tl.arange(0, BK)
     # Rows/columns past the edge read a valid one (wrapped; to the plane's first row,
     # which keeps the plane's alignment) and are never stored.
     if A_PLANES > 0:
@@ -165,7 +187,10 @@ def _splitk_partial_kernel(
         a_k = tl.max_contiguous(tl.multiple_of(offs_k, A_VEC), A_VEC)
     elif A_VEC > 0:
         a_m = tl.multiple_of(a_m, A_VEC)
-    if B_VEC > 0 and B_N_RUNS:
+    if B_PLANES > 0:  # stride_bn is 1; every row of the plane starts n_shift past a run
+        b_k = tl.multiple_of(b_k + n_shift, B_VEC)
+        b_n = tl.max_contiguous(tl.multiple_of(cols, B_VEC), B_VEC)
+    elif B_VEC > 0 and B_N_RUNS:
         b_k = tl.multiple_of(b_k, B_VEC)
         b_n = tl.max_contiguous(tl.multiple_of(cols_b, B_VEC), B_VEC) * stride_bn
     elif B_VEC > 0:
@@ -191,7 +216,13 @@ def _splitk_partial_kernel(
             b_mask = b_mask & (kk[:, None] >= -shift)
         elif A_VEC > 0 and not A_M_RUNS:  # K is a multiple of A_VEC: masks hold in its runs
             a_mask = tl.max_constancy(a_mask, [1, A_VEC])
-        if B_VEC > 0 and not B_N_RUNS:
+        if B_PLANES > 0:
+            # Whole runs up to the one holding N's end (inside B's memory, as A's planes'
+            # runs are); the columns outside [0, N) are never stored, and rows past K are
+            # not loaded, so the products that are stored see none of another row.
+            col_runs = tl.max_constancy(cols < tl.cdiv(N - n_shift, B_VEC) * B_VEC, [B_VEC])
+            b_mask = b_mask & col_runs[None, :]
+        elif B_VEC > 0 and not B_N_RUNS:
             b_mask = tl.max_constancy(b_mask, [B_VEC, 1])
         a = tl.load(a_ptrs, mask=a_mask, other=0.0)
         b = tl.load(b_ptrs, mask=b_mask, other=0.0)
@@ -201,11 +232,12 @@ def _splitk_partial_kernel(
             a = a.to(tl.float32)
             b = b.to(tl.float32)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
-        a_ptrs += BK * stride_ak
-        b_ptrs += BK * stride_bk
+        a_ptrs += BK * b_planes * stride_ak
+        b_ptrs += BK * b_planes * stride_bk
 
-    w_ptrs = w_ptr + split * M * N + offs_m[:, None] * N + offs_n[None, :]
-    tl.store(w_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    w_ptrs = w_ptr + part * M * N + offs_m[:, None] * N + offs_n[None, :]
+    tl.store(w_ptrs, acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] >= 0) & (offs_n[None, :] < N))
 
 
 @triton.jit
@@ -245,11 +277,14 @@ _TUNED = make_tuners(_splitk_partial_kernel, "splitk",
 
 
 @functools.lru_cache(maxsize=None)
-def _max_split(family: str, m_bucket: int, n_bucket: int, k_bucket: int, elem_bytes: int) -> int:
-    """The largest SPLIT the tuner may run for a tuning key: the tuned config decides SPLIT
+def _max_split(family: str, m_bucket: int, n_bucket: int, k_bucket: int, elem_bytes: int,
+               b_planes: int = 0) -> int:
+    """The most partials the tuner may write for a tuning key (SPLIT, times B_PLANES
+    under B's planes: on configs.col_planes_tiles then): the tuned config decides SPLIT
     after the workspace is allocated, so it is sized for this."""
+    pool = configs.col_planes_tiles(_TUNED[family].configs, b_planes)
     return max(c.kwargs["SPLIT"] for c in configs.splitk_affordable(
-        _TUNED[family].configs, m_bucket, n_bucket, k_bucket, elem_bytes))
+        pool, m_bucket, n_bucket, k_bucket, elem_bytes, b_planes)) * max(b_planes, 1)
 
 
 # Read a 16-bit A in planes of rows where its rows are not whole 16-byte runs (row_planes):
@@ -260,6 +295,12 @@ ROW_PLANES = True
 # A plane holds a tile of the smallest BM at least: each plane's tiles read B's K slice
 # again (from L2 when the planes' programs run together).
 ROW_PLANES_MIN_ROWS = 16
+# Read a 16-bit row-major B in planes of its rows where they are not whole 16-byte runs
+# (col_planes): by element otherwise (LDG.E.U16, not pipelined); in planes B's loads are
+# 16-byte cp.async and only A's stay by element (sm_90a SASS, 16x128x64: 72 LDG.E.U16 a K
+# step against 32 LDGSTS.E.BYPASS.128 and 8 LDG.E.U16). The probe is at
+# configs._SPLITK_COL_PLANES_TILES (8x4097x4097 fp16 19.7 us against 25.9).
+COL_PLANES = True
 
 
 # Elements the reduce kernel holds per program (SPLIT_P2 x BLOCK fp32 values: 32 per thread
@@ -319,6 +360,23 @@ def row_planes(a: torch.Tensor, b: torch.Tensor) -> int:
     return planes if a.shape[0] >= planes * ROW_PLANES_MIN_ROWS else 0
 
 
+def col_planes(a: torch.Tensor, b: torch.Tensor) -> int:
+    """The partial kernel's B_PLANES for 2-D a (M, K), b (K, N): where a 16-bit B is
+    row-major and its rows are not whole 16-byte runs (N or the row stride off a run: fp16
+    N = 4097), the planes of B's rows whose starts share an offset within a run (as
+    row_planes counts them), so that the kernel loads B 16 bytes wide; 0 where B is whole
+    runs, is not read that way, or A is read in planes of rows. Only for a K-contiguous A,
+    which the kernel then loads one element at a time (its K steps stride by the planes).
+    """
+    vec = VECTOR_BYTES // b.element_size()
+    if (not COL_PLANES or b.element_size() != 2 or b.stride(1) != 1 or b.shape[1] < 2
+            or b.data_ptr() % VECTOR_BYTES or whole_runs(b, 1) or a.stride(1) != 1
+            or row_planes(a, b)):
+        return 0
+    gap = b.stride(0) % vec if b.shape[0] > 1 else 0
+    return vec // math.gcd(gap, vec) if gap else 1
+
+
 def narrow_loads(a: torch.Tensor, b: torch.Tensor, planes: int = 0) -> bool:
     """Whether the kernel loads 2-D a (M, K) or b (K, N) less than 16 bytes wide (8 bytes
     or one element at a time): its runs along its contiguous dimension (K where both
@@ -327,15 +385,18 @@ def narrow_loads(a: torch.Tensor, b: torch.Tensor, planes: int = 0) -> bool:
     return not ((planes or whole_runs(a, a_dim)) and whole_runs(b, b_dim))
 
 
-def vector_hints(a: torch.Tensor, b: torch.Tensor, planes: int = 0) -> dict:
-    """The partial kernel's A_VEC, A_M_RUNS, B_VEC, B_N_RUNS, A_PLANES for 2-D a (M, K),
-    b (K, N) read in planes of A's rows (row_planes): each operand's runs along its
-    contiguous dimension (K where both are), 16 or 8 bytes (_runs), A's 16 bytes in
-    planes."""
+def vector_hints(a: torch.Tensor, b: torch.Tensor, planes: int = 0,
+                 b_planes: int = 0) -> dict:
+    """The partial kernel's A_VEC, A_M_RUNS, B_VEC, B_N_RUNS, A_PLANES, B_PLANES for 2-D
+    a (M, K), b (K, N) read in planes of A's rows (row_planes) or of B's (col_planes):
+    each operand's runs along its contiguous dimension (K where both are), 16 or 8 bytes
+    (_runs), 16 bytes in planes; none for A under B's planes."""
     a_dim, b_dim = _run_dims(a, b)
-    a_vec = VECTOR_BYTES // a.element_size() if planes else _runs(a, a_dim)
+    vec = VECTOR_BYTES // a.element_size()
+    a_vec = vec if planes else 0 if b_planes else _runs(a, a_dim)
     return {"A_VEC": a_vec, "A_M_RUNS": a_dim == 0, "A_PLANES": planes,
-            "B_VEC": _runs(b, b_dim), "B_N_RUNS": b_dim == 1}
+            "B_VEC": vec if b_planes else _runs(b, b_dim), "B_N_RUNS": b_dim == 1,
+            "B_PLANES": b_planes}
 
 
 def tile_set_bits(narrow: bool, hints: dict, n: int) -> int:
@@ -375,29 +436,35 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     dot_prec = dot_precision(a.dtype, precision)
     family = configs.family_for(a.dtype, precision)
     planes = row_planes(a, b)
+    b_planes = col_planes(a, b)
     narrow = narrow_loads(a, b, planes)
-    hints = vector_hints(a, b, planes)
+    hints = vector_hints(a, b, planes, b_planes)
     if config is None and (INTERPRETER or not AUTOTUNE):
-        config = configs.splitk_default_config(family, m, n, k, narrow)
+        config = (configs.col_planes_default_config() if b_planes
+                  else configs.splitk_default_config(family, m, n, k, narrow))
     tuning = tuning_args(m, n, k, a, b)
     tuning = (*tuning[:3], tuning[3] | tile_set_bits(narrow, hints, n))
-    max_split = (config.kwargs["SPLIT"] if config
-                 else _max_split(family, *tuning[:3], a.element_size()))
+    max_split = (config.kwargs["SPLIT"] * max(b_planes, 1) if config
+                 else _max_split(family, *tuning[:3], a.element_size(), b_planes))
     work = workspace((max_split, m, n), torch.float32, a.device)
     args = (a, b, work, m, n, k, ma, nb, *a.stride(), *b.stride(), *tuning)
     meta = dict(PRECISION=dot_prec, HAS_D=has_d,
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, **hints,
                 **dependent_meta(a.device))
 
+    parts = max(b_planes, 1)  # partials per K slice
+    # Column planes' tiles start up to a run early: one more column tile may be needed.
+    cols = n + (hints["B_VEC"] - 1 if b_planes else 0)
+
     def grid(meta_):
         rows = max(planes, 1)
-        tiles = rows * cdiv(cdiv(m, rows), meta_["BM"]) * cdiv(n, meta_["BN"])
-        return (meta_["SPLIT"] * tiles,)
+        tiles = rows * cdiv(cdiv(m, rows), meta_["BM"]) * cdiv(cols, meta_["BN"])
+        return (meta_["SPLIT"] * parts * tiles,)
 
-    key = (*tuning, planes, dot_prec, has_d, a.dtype, b.dtype)
+    key = (*tuning, planes, b_planes, dot_prec, has_d, a.dtype, b.dtype)
     ran = launch(_splitk_partial_kernel, _TUNED[family], grid, args, meta, config, family,
                  key)
-    return reduce(work, ran.kwargs["SPLIT"], out, d if has_d else None, alpha=alpha,
+    return reduce(work, ran.kwargs["SPLIT"] * parts, out, d if has_d else None, alpha=alpha,
                   beta=beta, activation=activation)
 
 
