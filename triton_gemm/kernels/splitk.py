@@ -71,7 +71,10 @@ saved. H100, CUDA-graph time after an L2 flush, us, pinned configs, P = 1 -> 2 -
 (cuBLAS): 8x4104x4104 fp16 16x128x128 s4 20.3 -> 24.2 -> 23.7 (18.2), 16x256x64 s4 20.1
 -> 36.8 -> 37.5; 64x4104x4104 64x128x64 s8 23.6 -> 36.3 -> 44.0 (22.9); 16x8200x8200
 16x128x128 s4 58.4 -> 60.1 -> 65.2 (53.9). Rows on sectors bound what it could gain:
-8x4096x4096 16x128x128 s4 18.7 (cuBLAS 17.1), 8x4112x4112 19.1 (18.1).
+8x4096x4096 16x128x128 s4 18.7 (cuBLAS 17.1), 8x4112x4112 19.1 (18.1). Rows off 16-byte
+runs (odd N) are read in planes (col_planes, fifty-third session): there the planes stand
+against loads one element at a time, not against 16-byte loads off a sector, and A strided
+by element costs a skinny product little (8x4097x4097 fp16, H200: 19.7 us against 25.9).
 """
 
 from __future__ import annotations
