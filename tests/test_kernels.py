@@ -765,6 +765,8 @@ COL_PLANE_CASES = [(torch.float16, 8, 301, 97, 97, 8), (torch.bfloat16, 5, 257, 
 
 
 @requires_kernels
+# The interpreter's dot meets the inf in columns that are loaded but never stored.
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 @pytest.mark.parametrize("dtype,rows,k,n,stride,planes", COL_PLANE_CASES,
                          ids=[f"{str(c[0])[6:]}-{c[5]}planes" for c in COL_PLANE_CASES])
 def test_splitk_on_col_planes(dtype, rows, k, n, stride, planes):
