@@ -62,7 +62,8 @@ launch on its own tile (Plan.wave_rows, _wave_rows).
 Single (unbatched) products with at most one 64x64 output tile per two SMs and a long
 K run on the split-K kernel (kernels/splitk.py): skinny M = 1..64 rows against a large
 weight, and huge-K products with small M and N, where tiles alone leave SMs idle; there
-operands off 16-byte runs load narrower, on the kernel's narrow tiles (huge-K outputs up to
+operands off 16-byte runs load narrower, on the kernel's narrow tiles, or 16 bytes wide in
+planes of rows where 16-bit (splitk.row_planes, splitk.col_planes) (huge-K outputs up to
 SPLITK_AS_GIVEN_MAX_MN; larger ones pad them; on Hopper, ieee ones of a row-major A and B
 large enough (K_MAJOR_AS_GIVEN_MIN_MN, K_MAJOR_AS_GIVEN_MIN_MNK) on kernels/simt_tma.py's
 K-major path, as are mid-size ones of K_MAJOR_MID_MIN_K and more). Skinny products
@@ -117,7 +118,8 @@ ALIGN = 16
 # Skinny products on the split-K kernel (M <= SKINNY_M) never pad: it reads operands that
 # lack 16-byte runs narrower (8 bytes, or an element at a time) on its narrow tiles
 # (configs._SPLITK_NARROW_TILES, which has the figures: 8x4097x4097 fp16 nn 27.9 us as given
-# against 38.7 padded, cuBLAS 40.3; 64 rows 34.3 against 43.6, 41.7), nor do its few-tile
+# against 38.7 padded, cuBLAS 40.3; 64 rows 34.3 against 43.6, 41.7; a 16-bit B's rows now
+# in planes, configs._SPLITK_COL_PLANES_TILES: H200 19.7 us, cuBLAS 40.8), nor do its few-tile
 # plans up to SPLITK_AS_GIVEN_MAX_MN outputs. Its other plans pad at any size an operand it
 # cannot load 16 bytes wide.
 PAD_MIN_MN = 64
