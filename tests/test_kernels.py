@@ -743,7 +743,7 @@ def test_split_k_tile_sets_of_planes_and_of_fp32_by_element(monkeypatch):
 def test_splitk_col_planes_where_b_rows_are_off_16_byte_runs():
     """A 16-bit row-major B whose rows are not whole 16-byte runs is read in planes of its
     rows (splitk.col_planes) as A's are (row_planes); none where B is whole runs, fp32 or
-    K-major, A is not K-contiguous or is read in planes itself."""
+    K-major, A is not K-contiguous or is read in planes itself (operand_planes)."""
     half = torch.float16
     a = torch.empty(8, 4097, dtype=half)
     for n, planes in ((4097, 8), (4098, 4), (4100, 2), (4096, 0)):
@@ -754,7 +754,8 @@ def test_splitk_col_planes_where_b_rows_are_off_16_byte_runs():
     assert splitk.col_planes(a, torch.empty(4097, 4097, dtype=half).t()) == 0  # K-major
     assert splitk.col_planes(torch.empty(4097, 8, dtype=half).t(), b) == 0  # M-major A
     tall = torch.empty(8 * splitk.ROW_PLANES_MIN_ROWS, 4097, dtype=half)
-    assert splitk.row_planes(tall, b) == 8 and splitk.col_planes(tall, b) == 0
+    assert splitk.operand_planes(tall, b) == (8, 0)  # A's planes, never both
+    assert splitk.operand_planes(a, b) == (0, 8)
     hints = splitk.vector_hints(a, b, 0, 8)
     assert (hints["A_VEC"], hints["B_VEC"], hints["B_PLANES"]) == (0, 8, 8)
 

@@ -354,13 +354,19 @@ def row_planes(a: torch.Tensor, b: torch.Tensor) -> int:
     so that the kernel loads A 16 bytes wide (see the kernel and ROW_PLANES); 0 where A is
     whole runs or is not read that way. Only for a row-major B (shifting its K rows keeps
     its N runs) and at least ROW_PLANES_MIN_ROWS rows per plane."""
-    vec = VECTOR_BYTES // a.element_size()
     if (not ROW_PLANES or a.element_size() != 2 or a.stride(1) != 1 or a.data_ptr() % VECTOR_BYTES
             or b.stride(0) == 1 or whole_runs(a, 1)):
         return 0
-    gap = a.stride(0) % vec if a.shape[0] > 1 else 0
-    planes = vec // math.gcd(gap, vec) if gap else 1
+    planes = _plane_count(a)
     return planes if a.shape[0] >= planes * ROW_PLANES_MIN_ROWS else 0
+
+
+def _plane_count(t: torch.Tensor) -> int:
+    """Planes of 2-D t's rows whose starts share an offset within a 16-byte run: the run
+    over gcd(row stride, run), in elements (1 for one row or a stride of whole runs)."""
+    vec = VECTOR_BYTES // t.element_size()
+    gap = t.stride(0) % vec if t.shape[0] > 1 else 0
+    return vec // math.gcd(gap, vec) if gap else 1
 
 
 def col_planes(a: torch.Tensor, b: torch.Tensor) -> int:
@@ -368,16 +374,20 @@ def col_planes(a: torch.Tensor, b: torch.Tensor) -> int:
     row-major and its rows are not whole 16-byte runs (N or the row stride off a run: fp16
     N = 4097), the planes of B's rows whose starts share an offset within a run (as
     row_planes counts them), so that the kernel loads B 16 bytes wide; 0 where B is whole
-    runs, is not read that way, or A is read in planes of rows. Only for a K-contiguous A,
-    which the kernel then loads one element at a time (its K steps stride by the planes).
-    """
-    vec = VECTOR_BYTES // b.element_size()
+    runs or is not read that way. Only for a K-contiguous A, which the kernel then loads
+    one element at a time (its K steps stride by the planes); never beside A's planes
+    (operand_planes)."""
     if (not COL_PLANES or b.element_size() != 2 or b.stride(1) != 1 or b.shape[1] < 2
-            or b.data_ptr() % VECTOR_BYTES or whole_runs(b, 1) or a.stride(1) != 1
-            or row_planes(a, b)):
+            or b.data_ptr() % VECTOR_BYTES or whole_runs(b, 1) or a.stride(1) != 1):
         return 0
-    gap = b.stride(0) % vec if b.shape[0] > 1 else 0
-    return vec // math.gcd(gap, vec) if gap else 1
+    return _plane_count(b)
+
+
+def operand_planes(a: torch.Tensor, b: torch.Tensor) -> tuple[int, int]:
+    """(A_PLANES, B_PLANES) for 2-D a (M, K), b (K, N): A's planes of rows where it has
+    them (row_planes), else B's (col_planes); the kernel reads one operand in planes."""
+    planes = row_planes(a, b)
+    return (planes, 0) if planes else (0, col_planes(a, b))
 
 
 def narrow_loads(a: torch.Tensor, b: torch.Tensor, planes: int = 0) -> bool:
@@ -395,10 +405,10 @@ def vector_hints(a: torch.Tensor, b: torch.Tensor, planes: int = 0,
     each operand's runs along its contiguous dimension (K where both are), 16 or 8 bytes
     (_runs), 16 bytes in planes; none for A under B's planes."""
     a_dim, b_dim = _run_dims(a, b)
-    vec = VECTOR_BYTES // a.element_size()
-    a_vec = vec if planes else 0 if b_planes else _runs(a, a_dim)
+    a_vec = VECTOR_BYTES // a.element_size() if planes else 0 if b_planes else _runs(a, a_dim)
+    b_vec = VECTOR_BYTES // b.element_size() if b_planes else _runs(b, b_dim)
     return {"A_VEC": a_vec, "A_M_RUNS": a_dim == 0, "A_PLANES": planes,
-            "B_VEC": vec if b_planes else _runs(b, b_dim), "B_N_RUNS": b_dim == 1,
+            "B_VEC": b_vec, "B_N_RUNS": b_dim == 1,
             "B_PLANES": b_planes}
 
 
@@ -438,8 +448,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activ
     has_d, d = epilogue_input(d, beta, out)
     dot_prec = dot_precision(a.dtype, precision)
     family = configs.family_for(a.dtype, precision)
-    planes = row_planes(a, b)
-    b_planes = col_planes(a, b)
+    planes, b_planes = operand_planes(a, b)
     narrow = narrow_loads(a, b, planes)
     hints = vector_hints(a, b, planes, b_planes)
     if config is None and (INTERPRETER or not AUTOTUNE):
