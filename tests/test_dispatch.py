@@ -892,7 +892,8 @@ def test_split_k_for_few_output_tiles_and_long_k():
 def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
     """M <= SKINNY_M rows against a K-major weight of at least THIN_MIN_N columns, both
     operands K-contiguous: C^T = B^T A^T on the plain kernel (16-bit, tf32; aligned), or the
-    GEMV kernel (ieee and tf32x3, up to GEMV_MAX_M rows, any alignment); against a
+    GEMV kernels (ieee and tf32x3, up to GEMV_MAX_M rows, any alignment; 16-bit, one row,
+    aligned); against a
     row-major weight, 16-bit or tf32 and aligned, transposed too. Every other skinny
     product keeps split-K as given."""
     sms = 132
@@ -902,9 +903,18 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
         a, b = _ops(m, n, k, a_layout, b_layout, dtype)
         return dispatch.plan(a.expand(batch, -1, -1), b.expand(batch, -1, -1), precision, sms)
 
-    for m, n in [(1, 8192), (16, 8192), (dispatch.SKINNY_M, 8192), (16, dispatch.THIN_MIN_N),
+    for m, n in [(2, 8192), (16, 8192), (dispatch.SKINNY_M, 8192), (16, dispatch.THIN_MIN_N),
                  (16, 28672)]:
         assert plan(m, n, 8192) == dispatch.TRANSPOSED, (m, n)
+    # One 16-bit row: the 16-bit GEMV kernel, where its rows are aligned.
+    half_rows = dispatch.GEMV_MAX_M["half"]
+    for m, n, k, dtype in [(half_rows, 8192, 8192, torch.float16),
+                           (half_rows, dispatch.THIN_MIN_N, 4096, torch.bfloat16),
+                           (half_rows, 28672, 8192, torch.float16)]:
+        assert plan(m, n, k, dtype=dtype) == dispatch.GEMV, (m, n, k, dtype)
+    assert plan(half_rows + 1, 8192, 8192) == dispatch.TRANSPOSED
+    assert not plan(half_rows, 8192, 8184).gemv  # K off ALIGN: split-K as given
+    assert not plan(half_rows, 8192, 8192, b_layout="row").gemv  # a row-major weight
     assert plan(16, 8192, 8192, dtype=torch.bfloat16) == dispatch.TRANSPOSED
     assert plan(16, 8192, 8192, "tf32", dtype=torch.float32) == dispatch.TRANSPOSED
     for m, n, k in [(1, 8192, 8192), (dispatch.SKINNY_M, 4096, 4096), (16, 11008, 4096)]:
@@ -1008,6 +1018,10 @@ def _run_as_planned(a, b, precision, plan, dram_gbps=None):
 
 SKINNY_PLANNED = [(torch.float16, "half", 16, dispatch.TRANSPOSED),
                   (torch.bfloat16, "half", 16, dispatch.TRANSPOSED),
+                  (torch.float16, "half", dispatch.GEMV_MAX_M["half"], dispatch.GEMV),
+                  (torch.bfloat16, "half", dispatch.GEMV_MAX_M["half"], dispatch.GEMV),
+                  (torch.float16, "half", dispatch.GEMV_MAX_M["half"] + 1,
+                   dispatch.TRANSPOSED),
                   (torch.float32, "tf32", 16, dispatch.TRANSPOSED),
                   (torch.float32, "ieee", dispatch.GEMV_MAX_M["ieee"], dispatch.GEMV),
                   (torch.float32, "ieee", dispatch.GEMV_MAX_M["ieee"] + 1,
@@ -1056,8 +1070,8 @@ def test_skinny_product_against_a_weight_as_planned(dtype, precision, m, plan):
     """A product against a K-major weight at the thresholds of the transposed plans, as the
     dispatcher plans it on the GPU (forced in the interpreter, on small shapes), with the
     addmm epilogue and an activation: right answer in every element of a poisoned output,
-    computed on the plain kernel's thin tiles (16-bit, tf32), the GEMV kernel (ieee, few
-    rows) or, on a copy of A^T, the split-K kernel (ieee, more rows; 9 rows: A^T's rows
+    computed on the plain kernel's thin tiles (16-bit, tf32), the GEMV kernels (ieee, few
+    rows; 16-bit, one row) or, on a copy of A^T, the split-K kernel (ieee, more rows; 9 rows: A^T's rows
     padded) or on Hopper from K_MAJOR_FMA_MIN_N rows simt_tma's K-major path."""
     n, k = (dispatch.THIN_MIN_N, 2048) if DEVICE == "cuda" else (40, 48)
     m = m if DEVICE == "cuda" else min(m, 9)
@@ -1073,7 +1087,7 @@ def test_skinny_product_against_a_weight_as_planned(dtype, precision, m, plan):
             untuned = configs.splitk_default_config("simt", n, m, k)
             ran = (*configs.splitk_tiles("simt"), (configs.config_name(untuned, "simt"),))
         elif plan == dispatch.GEMV:
-            ran = configs.GEMV_TILES
+            ran = configs.GEMV16_TILES if precision == "half" else configs.GEMV_TILES
         else:  # no other tile is that thin
             ran = configs._THIN_TILES[configs.family_for(dtype, precision)]
         assert last_config() in {t[0] for t in ran}

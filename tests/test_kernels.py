@@ -10,7 +10,7 @@ from triton_gemm.tolerances import assert_close, rel_error
 from triton_gemm import configs
 from triton_gemm.kernels import common
 from triton_gemm.kernels import matmul as kernel
-from triton_gemm.kernels import gemv, persistent, splitk
+from triton_gemm.kernels import gemv, gemv16, persistent, splitk
 
 # Family -> the (dtype, precision) pairs it serves.
 FAMILY_CASES = {
@@ -1047,6 +1047,68 @@ def test_gemv_default_config_by_rows():
     many = configs.config_name(configs.gemv_default_config(gemv.MAX_BM), "simt")
     assert {few, many} <= names and few != many
     assert configs.GEMV_MAX_STEP % (configs.gemv_default_config(1).kwargs["BK"]) == 0
+
+
+# One row and three (the grid's row axis), ragged columns, K ragged (masked loop) and a
+# multiple of every 16-bit GEMV run (configs.GEMV16_MAX_BK: unmasked).
+G16_KS = (2 * configs.GEMV16_MAX_BK + 40, 2 * configs.GEMV16_MAX_BK) if DEVICE == "cuda" \
+    else (300, configs.GEMV16_MAX_BK)
+G16_CASES = [(tile, dtype, rows, k) for tile in configs.GEMV16_TILES
+             for dtype, rows in ((torch.float16, 1), (torch.bfloat16, 3)) for k in G16_KS]
+
+
+@requires_kernels
+@pytest.mark.parametrize("tile,dtype,rows,k", G16_CASES,
+                         ids=[f"{t[0]}-{str(dt)[6:]}-{r}-{k}" for t, dt, r, k in G16_CASES])
+def test_every_gemv16_config(tile, dtype, rows, k):
+    """Each 16-bit GEMV config with a K-major B, a strided output, the addmm epilogue and an
+    activation."""
+    config = configs.gemv16_configs()[configs.GEMV16_TILES.index(tile)]
+    assert configs.config_name(config, "half") == tile[0]
+    n = GN
+    a = randn(rows, k, dtype=dtype)
+    b = randn(n, k, dtype=dtype).t()
+    d = randn(1, n, dtype=dtype)
+    out = poisoned(n, rows, dtype=dtype).t()
+    gemv16.matmul_2d(a, b, out, d, alpha=1.5, beta=-0.5, activation=1, config=config)
+    ref = torch.relu(1.5 * (a.double() @ b.double()) - 0.5 * d.double())
+    assert_close(out, ref, dtype, None, tile[0])
+
+
+@requires_kernels
+def test_gemv16_takes_any_strides():
+    """Column-major A, a row-major B sliced every other column: slower layouts, same
+    answer, with the untuned default config (the interpreter's, or
+    TRITON_GEMM_AUTOTUNE=0)."""
+    k, n = (3000, 1000) if DEVICE == "cuda" else (200, 24)
+    a = randn(k, 2, dtype=torch.float16).t()
+    b = randn(k, 2 * n, dtype=torch.float16)[:, ::2]
+    out = poisoned(2, n, dtype=torch.float16)
+    gemv16.matmul_2d(a, b, out, config=configs.gemv16_default_config())
+    assert_close(out, a.double() @ b.double(), torch.float16, None, "strided")
+
+
+def test_gemv16_refuses_what_it_cannot_run():
+    """fp32 or mixed operands: an error naming what it takes and the way out."""
+    a, b = torch.empty(1, 8), torch.empty(8, 4)
+    with pytest.raises(ValueError, match="float16 or bfloat16 operands.*dispatch.run"):
+        gemv16.matmul_2d(a, b, torch.empty(1, 4))
+    with pytest.raises(ValueError, match="of one dtype"):
+        gemv16.matmul_2d(a.half(), b.bfloat16(), torch.empty(1, 4, dtype=torch.half))
+
+
+def test_gemv16_prune_keeps_fitting_tiles():
+    """Programs no wider than the output and runs no longer than K; the narrowest,
+    shortest tile where none fits."""
+    cfgs = configs.gemv16_configs()
+
+    def kept(n, k):
+        return {configs.config_name(c, "half")
+                for c in configs.gemv16_prune(cfgs, {"N": n, "K": k}, family="half")}
+
+    assert kept(8192, 8192) == {t[0] for t in configs.GEMV16_TILES}
+    assert all(int(name.split("x")[1].split("_")[0]) <= 512 for name in kept(8192, 600))
+    assert kept(1, 64) == {"gh_4x256_w4_s6"}
 
 
 @gpu_only

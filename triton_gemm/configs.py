@@ -377,6 +377,26 @@ GEMV_TILES = (
 )
 # The longest K run of one loop iteration among them: K a multiple of it needs no K mask.
 GEMV_MAX_STEP = max(32 * w * u for _, _, w, u in GEMV_TILES)
+# The 16-bit GEMV kernel (kernels/gemv16.py; dispatch.GEMV_MAX_M["half"] rows against a K-major
+# weight): (name, BN weight rows per program, BK elements per run, num_warps, K steps in flight).
+# A throwaway probe (fifty-fourth session), H200, one row, K-major weight, eager after an L2 flush,
+# us, fp16 / bf16 (cuBLAS; triton_gemm before it, the thin tiles transposed): 8192x8192
+# gh_8x1024_w4_s3 34.9 / 35.6, gh_8x1024_w8_s3 35.4 / 35.2-36.0, gh_16x1024_w8_s3 35.8 / 35.3,
+# gh_4x512_w4_s4 35.8 / 36.0 (39.1-40.4 / 34.8-36.2; 37.1-46.1 / 36.5-39.5); 4096x4096 gh_4x512_w4_s4
+# 12.1 / 12.1 (15.6 / 15.6; 14.7-14.9 / 14.9-17.1); 11008x4096 gh_4x512_w4_s4 25.8 / 25.6 (27.3-27.9
+# / 27.1-27.4; 28.9-29.4 / 28.0-28.5); 28672x8192 gh_8x1024_w8_s3 106.9 / 106.9 (109.9 / 108.7-109.3;
+# 110.6-111.2 / 110.3-111.4); 4096x11008 (K off 1024: masked, the probe took only 256) gh_4x256_w4_s6
+# 26.1 / 26.0 (28.9 / 29.1-29.3; 29.7-30.3 / 29.0-30.3). BN 1-2 with 4096-element runs, 8 warps at
+# BN 4 x 2048, and BN 8 x 512 in 4 warps were slower (36.4-41.7 at 8192x8192 fp16).
+GEMV16_TILES = (
+    ("gh_4x512_w4_s4", 4, 512, 4, 4),
+    ("gh_8x1024_w4_s3", 8, 1024, 4, 3),
+    ("gh_8x1024_w8_s3", 8, 1024, 8, 3),
+    ("gh_16x1024_w8_s3", 16, 1024, 8, 3),
+    ("gh_4x256_w4_s6", 4, 256, 4, 6),
+)
+# The longest run among them: K a multiple of it needs no K mask.
+GEMV16_MAX_BK = max(t[2] for t in GEMV16_TILES)
 
 # Programs along M in one group: 8 rows of tiles share their B tiles in L2 (the Triton
 # tutorials' value). Measured on the persistent kernel's p_128x256x64_sub, H100, L2 flushed,
@@ -663,6 +683,29 @@ def gemv_default_config(m: int) -> triton.Config:
     return _gemv_config(*next(t[1:] for t in GEMV_TILES if t[0] == name))
 
 
+def _gemv16_config(bn, bk, warps, stages) -> triton.Config:
+    return triton.Config({"GEMV16": True, "BN": bn, "BK": bk, "STAGES": stages},
+                         num_warps=warps, num_stages=stages)
+
+
+def gemv16_configs() -> list[triton.Config]:
+    return [_gemv16_config(*t[1:]) for t in GEMV16_TILES]
+
+
+def gemv16_default_config() -> triton.Config:
+    """The 16-bit GEMV config run when tuning is off: the probe's best over most shapes."""
+    return _gemv16_config(*GEMV16_TILES[0][1:])
+
+
+def gemv16_prune(configs_in, named_args, **kwargs):
+    """early_config_prune of the 16-bit GEMV kernel: programs at most as wide as the output
+    and runs at most as long as K (keeping the narrowest, shortest at worst)."""
+    n, k = named_args["N"], named_args["K"]
+    fitting = [c for c in configs_in
+               if c.kwargs["BN"] <= max(n, 4) and c.kwargs["BK"] <= max(k, 256)]
+    return fitting or [min(configs_in, key=lambda c: (c.kwargs["BK"], c.kwargs["BN"]))]
+
+
 def gemv_prune(configs_in, named_args, **kwargs):
     """early_config_prune of the GEMV kernel: programs at most as wide as the output."""
     n = named_args["N"]
@@ -845,6 +888,8 @@ def config_name(config: triton.Config, family: str) -> str:
         return f"sf_{kw['BM']}x{kw['BN']}x{kw['BK']}"
     if family.startswith(STREAMK_PREFIX):  # a persistent tile run by the stream-K kernel
         return "sk_" + config_name(config, family[len(STREAMK_PREFIX):])
+    if kw.get("GEMV16"):  # kernels/gemv16.py
+        return f"gh_{kw['BN']}x{kw['BK']}_w{config.num_warps}_s{kw['STAGES']}"
     if "UNROLL" in kw:
         for name, bn, warps, unroll in GEMV_TILES:
             if (bn, warps, unroll) == (kw["BN"], config.num_warps, kw["UNROLL"]):

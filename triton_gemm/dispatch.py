@@ -74,8 +74,9 @@ weight in one launch (the row-major weight in 16-byte runs, on fast memory: the 
 kernel's, TRANSPOSED_SPLIT_K); at fp32 FMA (ieee) up to 8
 rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K, and
 9..256 rows transposed on the split-K kernel with a row-major copy of A^T (FMA_TRANSPOSED;
-on Hopper from K_MAJOR_FMA_MIN_N rows on kernels/simt_tma.py's K-major path). On
-Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
+on Hopper from K_MAJOR_FMA_MIN_N rows on kernels/simt_tma.py's K-major path); a 16-bit
+single row against an aligned K-major weight runs on kernels/gemv16.py (GEMV too), which
+reads each weight row in long runs and sums in fp32 registers. On Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
 mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
 weight, on its small tiles, as do aligned 16-bit and tf32 products of 64 tiles up to half
@@ -96,6 +97,7 @@ import torch
 from . import configs
 from .kernels import batched as _batched
 from .kernels import gemv as _gemv
+from .kernels import gemv16 as _gemv16
 from .kernels import matmul as _kernel
 from .kernels import persistent as _persistent
 from .kernels import pingpong as _pingpong
@@ -476,7 +478,16 @@ SKINNY_M = 64
 # out of it (that kernel stores row-major C only); 128x16 tiles 21.7.
 THIN_MIN_N = 4096
 # Most rows the GEMV kernel takes, per precision (above; ieee: FMA_TRANSPOSED past them).
-GEMV_MAX_M = {"ieee": 8, "tf32x3": 2}
+# 16-bit ("half") single rows against such a weight with 16-byte aligned rows (A's and B's
+# strides and K multiples of ALIGN) run on the 16-bit GEMV kernel (kernels/gemv16.py): it
+# reads each weight row in runs of 512-1024 elements where the thin tiles read 128. A probe
+# (fifty-fourth session; configs.GEMV16_TILES has the rest), H200, eager after an L2 flush,
+# us, best config against triton_gemm before it (cuBLAS): 1x8192x8192 fp16 34.9 vs
+# 37.1-38.4 (39.1-40.4), bf16 35.2 vs 36.5-39.5 (34.8-37.2); 1x4096x4096 12.1 vs 14.7-17.1
+# (15.6). From 2 rows a (rows, BN, BK) register tile was slower than the tensor-core plans:
+# 2x8192x8192 fp16 37.3 vs 35.2-36.1 (39.7), bf16 38.3 vs 35.0-36.1 (35.5-36.3); 4 rows
+# 41.0 vs 35.7 (40.4). Not measured on the H100.
+GEMV_MAX_M = {"ieee": 8, "tf32x3": 2, "half": 1}
 # fp32 FMA (ieee) products of GEMV_MAX_M + 1 .. FMA_TRANSPOSED_MAX_M rows against a K-major
 # weight (aligned, at least THIN_MIN_N columns, K >= SPLITK_MIN_K) run transposed on the
 # split-K kernel, C^T = W A^T, with A^T staged row-major (FMA_TRANSPOSED): both FMA operands
@@ -568,7 +579,7 @@ class Plan(NamedTuple):
     transposed: bool = False  # run C^T = B^T A^T (a skinny product) by the rest of the plan
                               # (the plain kernel when that is all): its copies and kernel
                               # are the transposed product's
-    gemv: bool = False        # run the GEMV kernel (fp32 FMA, few rows)
+    gemv: bool = False        # run the GEMV kernel (fp32 FMA, few rows; 16-bit: gemv16)
     a_m_major: bool = False   # stage A M-contiguous (column-major) for fp32 FMA dots
     b_n_major: bool = False   # stage B N-contiguous (row-major) for fp32 FMA dots
     wave_rows: int | None = None  # persistent plans: the first launch takes these rows
@@ -692,7 +703,8 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
     # A K-major or row-major weight (see THIN_MIN_N for both).
     thin_weight = k_major_weight or (split_k and n >= THIN_MIN_N and sa[2] == 1
                                      and sb[2] == 1)
-    if k_major_weight and m <= GEMV_MAX_M.get(precision, 0):
+    if (k_major_weight and m <= GEMV_MAX_M.get(precision, 0)
+            and (precision != "half" or a_ok and b_ok)):
         return GEMV
     if (precision == "ieee" and sms is not None and batch == 1 and _aligned(sb, 1, k)
             and GEMV_MAX_M["ieee"] < m <= FMA_TRANSPOSED_MAX_M and n >= THIN_MIN_N
@@ -1296,10 +1308,11 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
     # The single-product kernels take 2-D operands: D broadcast to the one output matrix (a
     # view; any plan may run on one, PLAIN ones on the K-major path included).
     d2 = None if d is None else d.expand(out.shape)[0]
-    if p.gemv and _gemv.supports(a[0], b[0, :, :n], out[0], d2):
-        _gemv.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
-                        activation=activation)
-        return
+    for gemv in (_gemv, _gemv16):
+        if p.gemv and gemv.supports(a[0], b[0, :, :n], out[0], d2):
+            gemv.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
+                           activation=activation)
+            return
     as_given = (not p.copies and a.shape[0] == 1
                 and (p.split_k or a.shape[2] >= K_MAJOR_MID_MIN_K)
                 and min(out.shape[1], n) >= K_MAJOR_AS_GIVEN_MIN_MN
