@@ -12,10 +12,13 @@ Why: a skinny product is a read of its weight, and the tensor-core kernels' thin
 each weight row in runs of BK = 128 elements (256 bytes), the split-K kernel's in 32-128.
 Summing the same weight in whole rows reads it faster (README, "How fast a skinny product
 can go": H100, 8192x8192 fp16, 256-byte runs 49.9 us, whole rows 47.8). Here a run is
-BK = 512-1024 elements. Measured in configs.GEMV16_TILES. More rows than one read the
-weight again per row (the grid's second axis; rows of one column block run together, so
-the repeats mostly hit L2); a register tile over several rows was slower than the
-tensor-core kernels from 2 rows on (dispatch.GEMV_MAX_M).
+BK = 512-1024 elements. Measured in configs.GEMV16_TILES.
+
+More rows than one are right but slow: each reads the weight again (the grid's row axis,
+rows of one column block launched together). H200, eager after an L2 flush, us, best
+config against the tensor-core plans (cuBLAS): 2x8192x8192 fp16 43.7 vs 36.4-37.6
+(40.2-41.2), 4 rows 65.5 vs 36.4-37.2 (40.9). A (rows, BN, BK) register tile instead was
+slower too (dispatch.GEMV_MAX_M), so the dispatcher sends one row only.
 """
 
 from __future__ import annotations
