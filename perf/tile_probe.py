@@ -7,6 +7,7 @@ and the library's own choice: the measurement behind new tiles and dispatch thre
     python perf/tile_probe.py --case 128,128,65536 --only splitk --splitk 64,64,128,64,4,4
     python perf/tile_probe.py --case 256,256,32768 --only splitk --graph
     python perf/tile_probe.py --case 16,8192,8192,nt --precision ieee --only gemv --gemv 8,2,2
+    python perf/tile_probe.py --case 1,8192,8192,nt --precision bf16 --only gemv16 --rounds 3
     python perf/tile_probe.py --case 64,8192,8192,nt --precision ieee --only splitk --transposed
     python perf/tile_probe.py --case 4096,4096,4096,nt --precision tf32 --only persistent \
         --persistent 128,256,64,8,3,1 --rounds 4
@@ -40,6 +41,7 @@ import triton_gemm  # noqa: E402
 from triton_gemm import dispatch  # noqa: E402
 from triton_gemm import configs  # noqa: E402
 from triton_gemm.kernels import gemv as gemv_kernel  # noqa: E402
+from triton_gemm.kernels import gemv16 as gemv16_kernel  # noqa: E402
 from triton_gemm.kernels import matmul as plain_kernel  # noqa: E402
 from triton_gemm.kernels import persistent as persistent_kernel  # noqa: E402
 from triton_gemm.kernels import splitk as splitk_kernel  # noqa: E402
@@ -89,7 +91,8 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
                plain=None, gemv=None, fma_staged=None,
                transposed=None, planes_off=False) -> list[tuple[str, str, callable]]:
     """(kind, label, fn(a, b, out) -> out) for every candidate config (persistent, splitk,
-    plain, gemv: tiles replacing PERSISTENT, SPLITK, PLAIN, configs.GEMV_TILES). tf32x3:
+    plain, gemv: tiles replacing PERSISTENT, SPLITK, PLAIN, configs.GEMV_TILES; 16-bit:
+    configs.GEMV16_TILES too). tf32x3:
     persistent split configs on halves ((A hi, A lo), (B hi, B lo)) staged by
     dispatch.stage, and the split-K tiles given; ieee: SIMT_PLAIN, the GEMV configs and the
     split-K tiles given, the SIMT tiles on fma_staged (3-D A, B) where given: the copies
@@ -132,6 +135,10 @@ def candidates(precision: str, persistent=None, halves=None, splitk=None,
         if not (halves or ws):  # the same tile on the stream-K kernel (no warp specialising)
             out.append(("streamk", label, lambda a, b, c, cfg=cfg: streamk_kernel.matmul_2d(
                 a, b, c, precision=prec, config=cfg)))
+    if prec == "half":  # one program per (row, BN columns): kernels/gemv16.py
+        for cfg in configs.gemv16_configs():
+            out.append(("gemv16", configs.config_name(cfg, "half"),
+                        lambda a, b, c, cfg=cfg: gemv16_kernel.matmul_2d(a, b, c, config=cfg)))
     if transposed is not None:
         # C^T = W A^T on (W, A^T) as given: the split-K tiles, then the plain ones.
         out += _splitk_candidates(splitk or SPLITK, word, prec, transposed)
@@ -306,7 +313,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="persistent,splitk,plain",
                         help="kernels to try beside the library's choice, comma-separated "
                              "(persistent, streamk: the persistent tiles on the stream-K "
-                             "kernel, splitk, plain, gemv; auto: none)")
+                             "kernel, splitk, plain, gemv, gemv16; auto: none)")
     parser.add_argument("--persistent", action="append", default=None,
                         metavar="BM,BN,BK,WARPS,STAGES,SUBTILE[,WS]",
                         help="persistent tiles to try instead of the built-in list "

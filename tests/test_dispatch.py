@@ -864,8 +864,9 @@ def test_persistent_kernel_for_large_single_products_on_hopper():
 
 def test_split_k_for_few_output_tiles_and_long_k():
     sms = 132
-    # (Skinny products against wider K-major weights run transposed: the next test.)
-    for m, n, k in [(16, 2048, 8192), (1, 2048, 4096), (128, 128, 65536), (64, 64, 1024)]:
+    # (Skinny products against wider K-major weights run transposed, and single 16-bit
+    # rows on the GEMV kernel: the next test.)
+    for m, n, k in [(16, 2048, 8192), (2, 2048, 4096), (128, 128, 65536), (64, 64, 1024)]:
         p = dispatch.plan(*_ops(m, n, k, b_layout="col", dtype=torch.float16), "half", sms)
         assert p.split_k and not p.persistent, (m, n, k)
     # Skinny at any N; past SKINNY_M rows, enough 64x64 tiles for every SM, or too short a
@@ -893,7 +894,7 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
     """M <= SKINNY_M rows against a K-major weight of at least THIN_MIN_N columns, both
     operands K-contiguous: C^T = B^T A^T on the plain kernel (16-bit, tf32; aligned), or the
     GEMV kernels (ieee and tf32x3, up to GEMV_MAX_M rows, any alignment; 16-bit, one row,
-    aligned); against a
+    aligned, from GEMV16_MIN_N columns); against a
     row-major weight, 16-bit or tf32 and aligned, transposed too. Every other skinny
     product keeps split-K as given."""
     sms = 132
@@ -913,6 +914,12 @@ def test_skinny_products_against_a_wide_k_major_weight_run_transposed():
                            (half_rows, 28672, 8192, torch.float16)]:
         assert plan(m, n, k, dtype=dtype) == dispatch.GEMV, (m, n, k, dtype)
     assert plan(half_rows + 1, 8192, 8192) == dispatch.TRANSPOSED
+    # Narrower weights too, down to GEMV16_MIN_N columns; below it split-K.
+    assert plan(half_rows, dispatch.GEMV16_MIN_N, 8192) == dispatch.GEMV
+    assert plan(half_rows, 2048, dispatch.SPLITK_MIN_K) == dispatch.GEMV
+    narrow = plan(half_rows, dispatch.GEMV16_MIN_N - 16, 8192)
+    assert narrow.split_k and not narrow.gemv
+    assert not plan(half_rows, 2048, dispatch.SPLITK_MIN_K - 16).gemv  # no split-K: K short
     assert not plan(half_rows, 8192, 8184).gemv  # K off ALIGN: split-K as given
     assert not plan(half_rows, 8192, 8192, b_layout="row").gemv  # a row-major weight
     assert plan(16, 8192, 8192, dtype=torch.bfloat16) == dispatch.TRANSPOSED

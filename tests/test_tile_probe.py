@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from conftest import DEVICE, randn, requires_kernels
+from triton_gemm import configs
 from triton_gemm.tolerances import assert_close
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,8 +71,17 @@ def test_transposed_16_bit_candidates_run_c_transposed_on_the_operands_as_given(
     w, at = torch.zeros(40, 56, dtype=torch.float16), torch.zeros(56, 8, dtype=torch.float16)
     labels = [(kind, label) for kind, label, _ in tile_probe.candidates(
         "fp16", splitk=[TILE], plain=[(32, 16, 32, 4, 2)], transposed=(w, at))
-        if kind not in ("persistent", "streamk")]
+        if kind not in ("persistent", "streamk", "gemv16")]
     assert labels == [("splitk", "C^T 32x32x32 split4 w2 s1"), ("plain", "C^T 32x16x32 w4 s2")]
+
+
+def test_16_bit_candidates_hold_the_gemv16_tiles():
+    """--only gemv16 (16-bit only): every configs.GEMV16_TILES config, by its table name."""
+    names = [label for kind, label, _ in tile_probe.candidates("bf16", splitk=[], plain=[])
+             if kind == "gemv16"]
+    assert names == [t[0] for t in configs.GEMV16_TILES]
+    assert not [c for c in tile_probe.candidates("tf32", splitk=[], plain=[])
+                if c[0] == "gemv16"]
 
 
 def test_stream_k_candidates_mirror_the_persistent_tiles_not_warp_specialised():

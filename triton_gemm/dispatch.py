@@ -75,7 +75,8 @@ kernel's, TRANSPOSED_SPLIT_K); at fp32 FMA (ieee) up to 8
 rows run on the GEMV kernel (kernels/gemv.py, GEMV), per-lane partial sums along K, and
 9..256 rows transposed on the split-K kernel with a row-major copy of A^T (FMA_TRANSPOSED;
 on Hopper from K_MAJOR_FMA_MIN_N rows on kernels/simt_tma.py's K-major path); a 16-bit
-single row against an aligned K-major weight runs on kernels/gemv16.py (GEMV too), which
+single row against an aligned K-major weight (GEMV16_MIN_N columns or more) runs on
+kernels/gemv16.py (GEMV too), which
 reads each weight row in long runs and sums in fp32 registers. On Hopper, single products with at least one 128x128 tile per SM run on the persistent TMA
 kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
 mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
@@ -478,16 +479,21 @@ SKINNY_M = 64
 # out of it (that kernel stores row-major C only); 128x16 tiles 21.7.
 THIN_MIN_N = 4096
 # Most rows the GEMV kernel takes, per precision (above; ieee: FMA_TRANSPOSED past them).
-# 16-bit ("half") single rows against such a weight with 16-byte aligned rows (A's and B's
-# strides and K multiples of ALIGN) run on the 16-bit GEMV kernel (kernels/gemv16.py): it
-# reads each weight row in runs of 512-1024 elements where the thin tiles read 128. A probe
-# (fifty-fourth session; configs.GEMV16_TILES has the rest), H200, eager after an L2 flush,
-# us, best config against triton_gemm before it (cuBLAS): 1x8192x8192 fp16 34.9 vs
-# 37.1-38.4 (39.1-40.4), bf16 35.2 vs 36.5-39.5 (34.8-37.2); 1x4096x4096 12.1 vs 14.7-17.1
-# (15.6). From 2 rows a (rows, BN, BK) register tile was slower than the tensor-core plans:
-# 2x8192x8192 fp16 37.3 vs 35.2-36.1 (39.7), bf16 38.3 vs 35.0-36.1 (35.5-36.3); 4 rows
-# 41.0 vs 35.7 (40.4). Not measured on the H100.
+# 16-bit ("half") single rows against a K-major weight of at least GEMV16_MIN_N columns
+# with 16-byte aligned rows (A's and B's strides and K multiples of ALIGN) run on the 16-bit
+# GEMV kernel (kernels/gemv16.py): it reads each weight row in runs of 256-1024 elements
+# where the thin tiles read 128 and the split-K tiles 128 too. Probes (fifty-fourth session;
+# configs.GEMV16_TILES has the rest), H200, eager after an L2 flush, us, best config against
+# triton_gemm before it (cuBLAS): 1x8192x8192 fp16 34.9 vs 37.1-38.4 (39.1-40.4), bf16 35.2
+# vs 36.5-39.5 (34.8-37.2); 1x4096x4096 12.1 vs 14.7-17.1 (15.6); narrower weights, on
+# split-K before (fp16): 1x2048x8192 13.2 vs 15.0-15.7 (15.7), 1x1024x8192 9.4-10.4 vs 12.0
+# (10.8-12.0), 1x1024x16384 14.0 vs 15.8 (16.5), 1x2048x4096 9.2 vs 11.3-11.6 (11.8),
+# 1x512x8192 8.8-9.2 vs 11.2-11.4 (10.4); bf16 alike. Narrower than 512 (fewer than 128
+# programs of 4 columns) unmeasured: split-K. From 2 rows a (rows, BN, BK) register tile was
+# slower than the tensor-core plans: 2x8192x8192 fp16 37.3 vs 35.2-36.1 (39.7), bf16 38.3 vs
+# 35.0-36.1 (35.5-36.3); 4 rows 41.0 vs 35.7 (40.4). Not measured on the H100.
 GEMV_MAX_M = {"ieee": 8, "tf32x3": 2, "half": 1}
+GEMV16_MIN_N = 512
 # fp32 FMA (ieee) products of GEMV_MAX_M + 1 .. FMA_TRANSPOSED_MAX_M rows against a K-major
 # weight (aligned, at least THIN_MIN_N columns, K >= SPLITK_MIN_K) run transposed on the
 # split-K kernel, C^T = W A^T, with A^T staged row-major (FMA_TRANSPOSED): both FMA operands
@@ -699,12 +705,14 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
     # Operands the split-K kernel (and the fringe strips on it) load 16 bytes wide as given.
     a_runs = batch == 1 and (_splitk.whole_runs(a[0], 1) or _splitk.whole_runs(a[0], 0))
     b_runs = batch == 1 and (_splitk.whole_runs(b[0], 1) or _splitk.whole_runs(b[0], 0))
-    k_major_weight = split_k and n >= THIN_MIN_N and sa[2] == 1 and sb[1] == 1
+    k_major = split_k and sa[2] == 1 and sb[1] == 1
+    k_major_weight = k_major and n >= THIN_MIN_N
     # A K-major or row-major weight (see THIN_MIN_N for both).
     thin_weight = k_major_weight or (split_k and n >= THIN_MIN_N and sa[2] == 1
                                      and sb[2] == 1)
-    if (k_major_weight and m <= GEMV_MAX_M.get(precision, 0)
-            and (precision != "half" or a_ok and b_ok)):
+    if m <= GEMV_MAX_M.get(precision, 0) and (
+            k_major and n >= GEMV16_MIN_N and a_ok and b_ok if precision == "half"
+            else k_major_weight):
         return GEMV
     if (precision == "ieee" and sms is not None and batch == 1 and _aligned(sb, 1, k)
             and GEMV_MAX_M["ieee"] < m <= FMA_TRANSPOSED_MAX_M and n >= THIN_MIN_N
