@@ -15,6 +15,7 @@ PATHS = [
     ("persistent", 2048, 2048, 2048, torch.float16),
     ("ping-pong", 2048, 2048, 512, torch.float16),
     ("split-K", 16, 4096, 4096, torch.bfloat16),
+    ("16-bit GEMV", 1, 4096, 4096, torch.float16),  # kernels/gemv16.py
     ("padded", 1000, 1000, 1000, torch.float16),
     ("staged tf32", 1024, 1024, 1024, torch.float32),
     ("ieee K-major", 64, 4096, 1024, torch.float32),  # simt_tma.split_matmul

@@ -458,8 +458,9 @@ def test_single_products_run_on_2d_operands(bias):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 def test_2d_calls_replay_and_match_float64(dtype):
     """mm, matmul and linear without autograd run on 2-D tensors: the second call of each
-    signature (new operands) is a replay, for the plain, split-K and persistent paths and
-    a bias epilogue, and every output matches float64."""
+    signature (new operands) is a replay, for the plain, split-K, persistent and GEMV paths
+    and a bias epilogue (one broadcast by a zero stride), and every output matches
+    float64."""
     import triton_gemm
     precision = None if dtype == torch.float16 else "ieee"
     shapes = [(96, 80, 72), (16, 256, 2048), (2048, 2048, 2048)]
@@ -474,7 +475,13 @@ def test_2d_calls_replay_and_match_float64(dtype):
         bias = randn(48, dtype=dtype)
         assert_close(triton_gemm.linear(x, w, bias, precision=precision),
                      x.double() @ w.double().T + bias.double(), dtype, precision, "linear")
-    assert launch_cache.stats["replayed"] - replayed == len(shapes) + 1
+        # One token through a layer: 16-bit on kernels/gemv16.py, ieee on kernels/gemv.py
+        # or split-K.
+        x, w = randn(1, 1, 1024, dtype=dtype), randn(1024, 1024, dtype=dtype)
+        assert_close(triton_gemm.linear(x, w, bias[:1].expand(1024), precision=precision),
+                     x.double() @ w.double().T + bias[:1].double(), dtype, precision,
+                     "one-row linear")
+    assert launch_cache.stats["replayed"] - replayed == len(shapes) + 2
 
 
 def test_dependent_launch_only_on_hopper_gpus():
