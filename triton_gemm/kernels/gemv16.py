@@ -18,7 +18,10 @@ More rows than one are right but slow: each reads the weight again (the grid's r
 rows of one column block launched together). H200, eager after an L2 flush, us, best
 config against the tensor-core plans (cuBLAS): 2x8192x8192 fp16 43.7 vs 36.4-37.6
 (40.2-41.2), 4 rows 65.5 vs 36.4-37.2 (40.9). A (rows, BN, BK) register tile instead was
-slower too (dispatch.GEMV_MAX_M), so the dispatcher sends one row only.
+slower too (dispatch.GEMV_MAX_M), and one (BN, BK) accumulator per row (a probe, not kept)
+no faster: 2x8192x8192 fp16 / bf16 36.2 / 37.3 against 36.5 / 36.5 (cuBLAS 39.7-41.2 /
+35.5-37.0), 4 rows 40.8 / 42.5 against 35.6-36.4 / 36.3. So the dispatcher sends one row
+only.
 """
 
 from __future__ import annotations
