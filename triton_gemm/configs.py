@@ -377,17 +377,18 @@ GEMV_TILES = (
 )
 # The longest K run of one loop iteration among them: K a multiple of it needs no K mask.
 GEMV_MAX_STEP = max(32 * w * u for _, _, w, u in GEMV_TILES)
-# The 16-bit GEMV kernel (kernels/gemv16.py; dispatch.GEMV_MAX_M["half"] rows against a K-major
-# weight): (name, BN weight rows per program, BK elements per run, num_warps, K steps in flight).
-# A throwaway probe (fifty-fourth session), H200, one row, K-major weight, eager after an L2 flush,
-# us, fp16 / bf16 (cuBLAS; triton_gemm before it, the thin tiles transposed): 8192x8192
-# gh_8x1024_w4_s3 34.9 / 35.6, gh_8x1024_w8_s3 35.4 / 35.2-36.0, gh_16x1024_w8_s3 35.8 / 35.3,
-# gh_4x512_w4_s4 35.8 / 36.0 (39.1-40.4 / 34.8-36.2; 37.1-46.1 / 36.5-39.5); 4096x4096 gh_4x512_w4_s4
-# 12.1 / 12.1 (15.6 / 15.6; 14.7-14.9 / 14.9-17.1); 11008x4096 gh_4x512_w4_s4 25.8 / 25.6 (27.3-27.9
-# / 27.1-27.4; 28.9-29.4 / 28.0-28.5); 28672x8192 gh_8x1024_w8_s3 106.9 / 106.9 (109.9 / 108.7-109.3;
-# 110.6-111.2 / 110.3-111.4); 4096x11008 (K off 1024: masked, the probe took only 256) gh_4x256_w4_s6
-# 26.1 / 26.0 (28.9 / 29.1-29.3; 29.7-30.3 / 29.0-30.3). BN 1-2 with 4096-element runs, 8 warps at
-# BN 4 x 2048, and BN 8 x 512 in 4 warps were slower (36.4-41.7 at 8192x8192 fp16).
+# The 16-bit GEMV kernel (kernels/gemv16.py; dispatch.GEMV_MAX_M["half"] rows against a
+# K-major weight): (name, BN weight rows per program, BK elements per run, num_warps, K steps
+# in flight). Probes (fifty-fourth session), H200, one row, K-major weight, eager after an L2
+# flush, us, fp16 / bf16 (cuBLAS; triton_gemm before it, the thin tiles transposed):
+# 8192x8192 gh_8x1024_w4_s3 34.9 / 35.6, gh_8x1024_w8_s3 35.4 / 35.2-36.0, gh_16x1024_w8_s3
+# 35.8 / 35.3, gh_4x512_w4_s4 35.8 / 36.0 (39.1-40.4 / 34.8-36.2; 37.1-46.1 / 36.5-39.5);
+# 4096x4096 gh_4x512_w4_s4 12.1 / 12.1 (15.6 / 15.6; 14.7-14.9 / 14.9-17.1); 11008x4096
+# gh_4x512_w4_s4 25.8 / 25.6 (27.3-27.9 / 27.1-27.4; 28.9-29.4 / 28.0-28.5); 28672x8192
+# gh_8x1024_w8_s3 106.9 / 106.9 (109.9 / 108.7-109.3; 110.6-111.2 / 110.3-111.4); 4096x11008
+# (K masked) gh_8x1024_w4_s3 25.2 / 25.3-26.0, gh_4x256_w4_s6 26.1-26.7 / 26.0-27.5 (28.1 /
+# 28.0-28.2). BN 1-2 with 4096-element runs, 8 warps at BN 4 x 2048, and BN 8 x 512 in 4
+# warps were slower (36.4-41.7 at 8192x8192 fp16). The tuner picks among these five.
 GEMV16_TILES = (
     ("gh_4x512_w4_s4", 4, 512, 4, 4),
     ("gh_8x1024_w4_s3", 8, 1024, 4, 3),

@@ -51,9 +51,10 @@ def _gemv16_kernel(
 
     A (M, K), B (K, N), C (M, N), D broadcast to C (any stride may be 0); any strides, fast
     when A and B are K-contiguous with 16-byte rows. EVEN_K: K is a multiple of BK (no K
-    mask); STAGES: K steps in flight. Grid: (M * ceil(N / BN),), rows fastest (the programs of one column block share
-    its weight rows in L2). GEMV16 only marks the config family; M_BUCKET..LAYOUT are only
-    read by the autotuner's key."""
+    mask); STAGES: K steps in flight. Grid: (M * ceil(N / BN),), rows fastest (the
+    programs of one column block share its weight rows in L2). The argument list is the
+    GEMV kernel's (kernels/gemv.py) but for the tile's constexprs; GEMV16 only marks the
+    config family; M_BUCKET..LAYOUT are only read by the autotuner's key."""
     pid = tl.program_id(0)
     row = pid % M
     offs_n = (pid // M) * BN + tl.arange(0, BN)
