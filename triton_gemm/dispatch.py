@@ -78,8 +78,8 @@ on Hopper from K_MAJOR_FMA_MIN_N rows on kernels/simt_tma.py's K-major path); a 
 single row against an aligned K-major weight (GEMV16_MIN_N columns or more) runs on
 kernels/gemv16.py (GEMV too), which reads each weight row in long runs and sums in fp32
 registers. On Hopper, single products with at least one 128x128 tile per SM run on the
-persistent TMA kernel (kernels/persistent.py) when its alignment rules hold after staging, as do 16-bit
-mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
+persistent TMA kernel (kernels/persistent.py) when its alignment rules hold after staging,
+as do 16-bit mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
 weight, on its small tiles, as do aligned 16-bit and tf32 products of 64 tiles up to half
 the SMs (SMALL_WAVE), and 16-bit ones whose output fills waves of 128x192 tiles
 better than of the persistent tiles on kernels/wide.py (WIDE); 16-bit, tf32 and tf32x3
