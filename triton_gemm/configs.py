@@ -1086,15 +1086,24 @@ def busy_enough(configs_in, m: int, n: int, sms: int | None) -> list:
 # 8192x28672x8192 nt 5364.8 / 5876.1, 5490.5 / 7009.8; 8192x8192x28672 nt 5375.9 / 5800.0
 # (bf16 5260.4 / 5612.1). Yet the report's tuner chose it at 8192x8192x28672 (fp16 0.96x,
 # bf16 0.95x cuBLAS in that run).
+# Only where those 128x256 tiles fill at least WIDE_MIN_FILL of their waves' SM slots (every
+# shape above fills 0.87 or more): 512x11008x4096 nt makes 172 of them, a wave and 40 (0.65),
+# and there the 128x128 tiles run faster. A probe (fifty-fourth session), H200, fp16,
+# CUDA-graph time after an L2 flush, us (cuBLAS 63.3): p_128x256x64_sub 83.9, p_128x128x64_w4
+# 75.8, p_128x128x64 77.3; the tuner had only the first.
 WIDE_TILE = 128 * 256
 WIDE_FAMILIES = ("half",)
+WIDE_MIN_FILL = fractions.Fraction(3, 4)
 
 
 def wide_when_a_wave(configs_in, m: int, n: int, sms: int | None, family: str) -> list:
     """configs_in less the tiles smaller than WIDE_TILE where 128x256 tiles fill at least
-    one wave of sms (WIDE_FAMILIES only; all of them if nothing else is left), and less the
-    tall ones (BM > BN) unless they pad the m x n output less than every other wide tile."""
-    if family not in WIDE_FAMILIES or not sms or -(-m // 128) * -(-n // 256) < sms:
+    one wave of sms and WIDE_MIN_FILL of their waves (WIDE_FAMILIES only; all of them if
+    nothing else is left), and less the tall ones (BM > BN) unless they pad the m x n output
+    less than every other wide tile."""
+    wide_tiles = -(-m // 128) * -(-n // 256)
+    if (family not in WIDE_FAMILIES or not sms or wide_tiles < sms
+            or wave_fill(wide_tiles, sms) < WIDE_MIN_FILL):
         return list(configs_in)
     wide = [c for c in configs_in if c.kwargs["BM"] * c.kwargs["BN"] >= WIDE_TILE]
 

@@ -299,6 +299,14 @@ SLICED = True
 # (2048x4096x4096: 3 waves of 36.5 us against 2 of 47.0).
 WIDE = True
 WIDE_MIN_GAIN = 1.2
+# Mid-M products (MID_M_MAX rows or fewer) with a wave of 128x128 tiles or more take the
+# rule too: there the persistent kernel runs the large-product family (the mid tiles only
+# take fewer tiles than SMs), whose 128x256 tiles leave a third of the SMs idle at N = 11008
+# (43 columns of tiles). A probe (fifty-fourth session), H200, fp16 nt, CUDA-graph time
+# after an L2 flush, us, 128x192 / the library's p_128x256x64_sub before (cuBLAS):
+# 256x11008x4096 39.3 / 46.1 (35.5), 192x11008x4096 39.5 / 45.9 (31.2), 256x11008x2048
+# 23.3 / 27.3 (21.7). (At 192 rows 64x256 and 64x128 tiles ran 34.1 and 34.4: not
+# dispatched to.)
 
 
 def _wide_fills(m: int, n: int, sms: int) -> bool:
@@ -791,7 +799,8 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
             and _pingpong_fits(a, b, sms, precision, dram_gbps)):
         return Plan(False, False, False, persistent=True, pingpong=True)
     if (WIDE and precision == "half" and persistent and not pad and direct is None
-            and not mid and core is None and wave_rows is None and _wide_fills(m, n, sms)):
+            and not small_wave and not (mid_m and tiles < sms) and core is None
+            and wave_rows is None and _wide_fills(m, n, sms)):
         return Plan(False, False, False, persistent=True, wide=True)
     if direct is not None:
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
