@@ -102,6 +102,11 @@ def test_16_bit_products_that_fill_waves_better_plan_the_wide_kernel(monkeypatch
     assert not single_plan(1536, 1536, 4096, batch=2).wide
     assert not single_plan(3072, 3072, 4096).wide
     assert not single_plan(1536, 4608, 4096).wide
+    # Mid-M rows (configs.MID_M_MAX or fewer) with a wave of 128x128 tiles (192 x 11008:
+    # 172) take the rule too; with fewer (128 x 11008: 86) the mid tiles keep them.
+    for m in (192, configs.MID_M_MAX):
+        assert single_plan(m, 11008, 4096, b_k_major=True).wide, m
+    assert not single_plan(128, 11008, 4096, b_k_major=True).wide
     monkeypatch.setattr(dispatch, "WIDE", False)
     assert not single_plan(1536, 1536, 4096).wide
 
