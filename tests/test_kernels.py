@@ -5,7 +5,7 @@ import torch
 import triton
 import triton.language as tl
 
-from conftest import DEVICE, gpu_only, randn, requires_kernels
+from conftest import DEVICE, gpu_only, offline_build, randn, requires_kernels
 from triton_gemm.tolerances import assert_close, rel_error
 from triton_gemm import configs
 from triton_gemm.kernels import common
@@ -1086,6 +1086,51 @@ def test_gemv16_takes_any_strides():
     out = poisoned(2, n, dtype=torch.float16)
     gemv16.matmul_2d(a, b, out, config=configs.gemv16_default_config())
     assert_close(out, a.double() @ b.double(), torch.float16, None, "strided")
+
+
+_GEMV16_COMPILE = """
+import json, re, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, '.')
+from perf import sass_audit
+from triton_gemm import configs
+from triton_gemm.kernels import gemv16
+name, dtype, has_d = json.loads(sys.argv[1])
+_, bn, bk, warps, stages = next(t for t in configs.GEMV16_TILES if t[0] == name)
+ints = ["M", "N", "K", "stride_am", "stride_bn", "stride_cm", "stride_cn", "stride_dm",
+        "stride_dn", "M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT"]
+sig = {**{p: f"*{dtype}" for p in ("a_ptr", "b_ptr", "c_ptr", "d_ptr")},
+       **{i: "i32" for i in ints}, "alpha": "fp32", "beta": "fp32"}
+const = {"stride_ak": 1, "stride_bk": 1, "HAS_D": has_d, "ACTIVATION": 0, "EVEN_K": True,
+         "GEMV16": True, "BN": bn, "BK": bk, "STAGES": stages}
+kernel = sass_audit._compile(gemv16._gemv16_kernel, sig, const,
+                             ["a_ptr", "b_ptr", "c_ptr", "d_ptr", "K", "stride_am", "stride_bn"],
+                             warps, stages)
+with tempfile.TemporaryDirectory() as tmp:
+    sass = sass_audit.sass_text(kernel.asm["cubin"], Path(tmp))
+    report = sass_audit.ptxas_report(kernel.asm["ptx"], Path(tmp), "sm_90a")
+loads = sorted(set(re.findall(r"\\b(LDGSTS[.\\w]*|LDG[.\\w]*)", sass)))
+print(json.dumps({"shared": kernel.metadata.shared, "loads": loads, **report}))
+"""
+# Every config in both dtypes; the one with the most registers with a bias too.
+_GEMV16_BUILDS = ([(t[0], dtype, False) for t in configs.GEMV16_TILES
+                   for dtype in ("fp16", "bf16")] + [("gh_16x1024_w8_s3", "fp16", True)])
+
+
+@pytest.mark.parametrize("name,dtype,has_d", _GEMV16_BUILDS,
+                         ids=[f"{n}-{d}{'-bias' if b else ''}" for n, d, b in _GEMV16_BUILDS])
+def test_gemv16_streams_the_weight_16_bytes_wide_without_spills(name, dtype, has_d):
+    """Offline for sm_90a, operands K-contiguous with strides divisible by 16 (as the
+    dispatcher sends them): the weight pipelined by 16-byte cp.async
+    (LDGSTS.E.BYPASS.128), no loads one element at a time (but the bias's, in the
+    epilogue: its stride is not specialised), no spills, within the H100's shared memory
+    (kernels/gemv16.py's docstring)."""
+    report = offline_build(_GEMV16_COMPILE, name, dtype, has_d)
+    assert "LDGSTS.E.BYPASS.128" in report["loads"], report
+    assert has_d or not [op for op in report["loads"] if op.endswith("U16")], report
+    assert report["spill_stores"] == 0 and report["spill_loads"] == 0, report
+    from perf import sass_audit
+    assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem, report
 
 
 def test_gemv16_refuses_what_it_cannot_run():
