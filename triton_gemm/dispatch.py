@@ -305,8 +305,16 @@ WIDE_MIN_GAIN = 1.2
 # (43 columns of tiles). A probe (fifty-fourth session), H200, fp16 nt, CUDA-graph time
 # after an L2 flush, us, 128x192 / the library's p_128x256x64_sub before (cuBLAS):
 # 256x11008x4096 39.3 / 46.1 (35.5), 192x11008x4096 39.5 / 45.9 (31.2), 256x11008x2048
-# 23.3 / 27.3 (21.7). (At 192 rows 64x256 and 64x128 tiles ran 34.1 and 34.4: not
-# dispatched to.)
+# 23.3 / 27.3 (21.7).
+# But rows that pad 128-row tiles by a third or more (128 < M <= MID_SHORT_MAX_M) run the
+# mid tiles (Plan.mid_tiles: 64 rows fit them) where the 128x256 tiles fill under
+# configs.WIDE_MIN_FILL of their waves. Same probe, forced plans, us, mid tiles / 128x192
+# / large tiles (cuBLAS): 192x11008x4096 fp16 34.1-34.5 / 39.6 / 46.3 (31.1-31.4), bf16
+# 34.5 / 39.4 / 46.0-46.3 (31.0); 160x11008x4096 37.5 / 47.9 / 46.4 (32.4); 176x11008x2048
+# 20.5 / 23.5 / 27.4 (18.6). Where the 128x256 tiles fill their waves the large tiles
+# stay: 144x16384x4096 (128 tiles, one wave) 68.1 / 71.1 / 55.0 (40.1); 192x28672x8192
+# (224, 0.85) 183.5 / 210 / 186.9 (148-154).
+MID_SHORT_MAX_M = 192
 
 
 def _wide_fills(m: int, n: int, sms: int) -> bool:
@@ -798,9 +806,14 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
     if (persistent and not pad and direct is None and not mid
             and _pingpong_fits(a, b, sms, precision, dram_gbps)):
         return Plan(False, False, False, persistent=True, pingpong=True)
+    # Mid-M rows padding 128-row tiles on the mid tiles (see MID_SHORT_MAX_M).
+    mid_short = (mid_m and precision == "half" and tiles >= sms
+                 and PERSISTENT_TILE < m <= MID_SHORT_MAX_M
+                 and configs.wave_fill(-(-m // 128) * -(-n // 256), sms)
+                 < configs.WIDE_MIN_FILL)
     if (WIDE and precision == "half" and persistent and not pad and direct is None
-            and not small_wave and not (mid_m and tiles < sms) and core is None
-            and wave_rows is None and _wide_fills(m, n, sms)):
+            and not small_wave and not mid_short and not (mid_m and tiles < sms)
+            and core is None and wave_rows is None and _wide_fills(m, n, sms)):
         return Plan(False, False, False, persistent=True, wide=True)
     if direct is not None:
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
@@ -819,7 +832,7 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
                  and (m >= FMA_STAGE_B_MIN_M or b_as_given))
     return Plan(pad, a_k_major, b_k_major, persistent, split_k, core=core,
                 a_m_major=a_m_major, b_n_major=b_n_major, wave_rows=wave_rows,
-                mid_tiles=small_wave)
+                mid_tiles=small_wave or mid_short)
 
 
 # The persistent kernel's tiles are whole multiples of FRINGE_TILE rows and columns; on large
