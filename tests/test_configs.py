@@ -209,8 +209,9 @@ def test_a_tile_exactly_at_the_occupancy_share_is_tuned():
 def test_16_bit_products_with_a_wave_of_wide_tiles_tune_only_wide_tiles():
     """wide_when_a_wave keeps only 128x256-sized tiles of the 16-bit family where 128x256
     tiles fill a wave (2048x11008: 688 tiles on 132 SMs), every tile below that (2048^3:
-    128 tiles) or where their waves are filled too little, for other families, and where the SM count is unknown; the tall 256x128
-    tile only where it pads the output less (N = 128: 128x256 tiles pad half of it)."""
+    128 tiles) or where their waves are filled too little, for other families, and where
+    the SM count is unknown; the tall 256x128 tile only where it pads the output less
+    (N = 128: 128x256 tiles pad half of it)."""
     cfgs = configs.persistent_configs("half")
 
     def kept(m, n, sms, family="half"):
@@ -229,6 +230,7 @@ def test_16_bit_products_with_a_wave_of_wide_tiles_tune_only_wide_tiles():
     assert kept(2048, 11008, 132, "tf32") == everything
     # A wave of 128x256 tiles and 40 more (512x11008: 172, 0.65 of their waves' slots, under
     # WIDE_MIN_FILL): every tile.
-    assert configs.wave_fill(4 * 43, 132) < configs.WIDE_MIN_FILL
+    assert not configs.wide_tiles_filled(512, 11008, 132)
+    assert configs.wide_tiles_filled(2048, 11008, 132)
     assert kept(512, 11008, 132) == everything
 

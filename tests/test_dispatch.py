@@ -1078,8 +1078,9 @@ def test_skinny_product_against_a_weight_as_planned(dtype, precision, m, plan):
     dispatcher plans it on the GPU (forced in the interpreter, on small shapes), with the
     addmm epilogue and an activation: right answer in every element of a poisoned output,
     computed on the plain kernel's thin tiles (16-bit, tf32), the GEMV kernels (ieee, few
-    rows; 16-bit, one row) or, on a copy of A^T, the split-K kernel (ieee, more rows; 9 rows: A^T's rows
-    padded) or on Hopper from K_MAJOR_FMA_MIN_N rows simt_tma's K-major path."""
+    rows; 16-bit, one row) or, on a copy of A^T, the split-K kernel (ieee, more rows; 9
+    rows: A^T's rows padded) or on Hopper from K_MAJOR_FMA_MIN_N rows simt_tma's K-major
+    path."""
     n, k = (dispatch.THIN_MIN_N, 2048) if DEVICE == "cuda" else (40, 48)
     m = m if DEVICE == "cuda" else min(m, 9)
     a = randn(1, m, k, dtype=dtype)

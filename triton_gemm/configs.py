@@ -1096,14 +1096,19 @@ WIDE_FAMILIES = ("half",)
 WIDE_MIN_FILL = fractions.Fraction(3, 4)
 
 
+def wide_tiles_filled(m: int, n: int, sms: int) -> bool:
+    """Whether an m x n output's 128x256 tiles fill at least WIDE_MIN_FILL of their waves'
+    SM slots on sms SMs."""
+    return wave_fill(-(-m // 128) * -(-n // 256), sms) >= WIDE_MIN_FILL
+
+
 def wide_when_a_wave(configs_in, m: int, n: int, sms: int | None, family: str) -> list:
     """configs_in less the tiles smaller than WIDE_TILE where 128x256 tiles fill at least
     one wave of sms and WIDE_MIN_FILL of their waves (WIDE_FAMILIES only; all of them if
     nothing else is left), and less the tall ones (BM > BN) unless they pad the m x n output
     less than every other wide tile."""
-    wide_tiles = -(-m // 128) * -(-n // 256)
-    if (family not in WIDE_FAMILIES or not sms or wide_tiles < sms
-            or wave_fill(wide_tiles, sms) < WIDE_MIN_FILL):
+    if (family not in WIDE_FAMILIES or not sms or -(-m // 128) * -(-n // 256) < sms
+            or not wide_tiles_filled(m, n, sms)):
         return list(configs_in)
     wide = [c for c in configs_in if c.kwargs["BM"] * c.kwargs["BN"] >= WIDE_TILE]
 

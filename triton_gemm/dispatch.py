@@ -809,11 +809,13 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
     # Mid-M rows padding 128-row tiles on the mid tiles (see MID_SHORT_MAX_M).
     mid_short = (mid_m and precision == "half" and tiles >= sms
                  and PERSISTENT_TILE < m <= MID_SHORT_MAX_M
-                 and configs.wave_fill(-(-m // 128) * -(-n // 256), sms)
-                 < configs.WIDE_MIN_FILL)
+                 and not configs.wide_tiles_filled(m, n, sms))
+    # Products the persistent kernel runs on its mid tiles: asked for by the plan
+    # (Plan.mid_tiles), or mid-M ones of fewer tiles than SMs (configs.persistent_family).
+    on_mid_tiles = small_wave or mid_short or (mid_m and tiles < sms)
     if (WIDE and precision == "half" and persistent and not pad and direct is None
-            and not small_wave and not mid_short and not (mid_m and tiles < sms)
-            and core is None and wave_rows is None and _wide_fills(m, n, sms)):
+            and not on_mid_tiles and core is None and wave_rows is None
+            and _wide_fills(m, n, sms)):
         return Plan(False, False, False, persistent=True, wide=True)
     if direct is not None:
         # 16-byte rows that are not ALIGN elements (fp16 K = 1000): the TMA kernel reads them
@@ -1338,8 +1340,9 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
     # The single-product kernels take 2-D operands: D broadcast to the one output matrix (a
     # view; any plan may run on one, PLAIN ones on the K-major path included).
     d2 = None if d is None else d.expand(out.shape)[0]
-    for gemv in (_gemv, _gemv16):
-        if p.gemv and gemv.supports(a[0], b[0, :, :n], out[0], d2):
+    # fp32 on kernels/gemv.py, 16-bit on kernels/gemv16.py (their supports() split by dtype).
+    for gemv in (_gemv, _gemv16) if p.gemv else ():
+        if gemv.supports(a[0], b[0, :, :n], out[0], d2):
             gemv.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                            activation=activation)
             return
