@@ -105,16 +105,16 @@ def test_16_bit_products_that_fill_waves_better_plan_the_wide_kernel(monkeypatch
     # Mid-M rows (configs.MID_M_MAX or fewer) with a wave of 128x128 tiles (256 x 11008:
     # 172) take the rule too; with fewer (128 x 11008: 86) the mid tiles keep them, as they
     # do rows that pad 128-row tiles by a third (dispatch.MID_SHORT_MAX_M) where the
-    # 128x256 tiles fill their waves poorly (192 x 11008: 86 of them); where those fill
-    # them (144 x 16384: 128), the large tiles.
+    # 128x256 tiles fill their waves poorly (192 x 11008: 86 of them) and kernels/tall.py
+    # does not take them (dispatch.TALL: 129 x 11008 it does, the mid tiles its fallback).
     mid = dispatch.Plan(False, False, False, persistent=True, mid_tiles=True)
-    large = dispatch.Plan(False, False, False, persistent=True)
     for m in (dispatch.MID_SHORT_MAX_M + 1, configs.MID_M_MAX):
         assert single_plan(m, 11008, 4096, b_k_major=True).wide, m
-    for m in (dispatch.PERSISTENT_TILE + 1, dispatch.MID_SHORT_MAX_M):
-        assert single_plan(m, 11008, 4096, b_k_major=True) == mid, m
-    assert single_plan(144, 16384, 4096, b_k_major=True) == large
-    assert single_plan(192, 28672, 8192, b_k_major=True) == large
+    assert single_plan(dispatch.MID_SHORT_MAX_M, 11008, 4096, b_k_major=True) == mid
+    assert single_plan(dispatch.PERSISTENT_TILE + 1, 11008, 4096,
+                       b_k_major=True) == mid._replace(tall=True)
+    for m, n, k in ((144, 16384, 4096), (192, 28672, 8192)):
+        assert single_plan(m, n, k, b_k_major=True).tall, (m, n, k)
     assert not single_plan(128, 11008, 4096, b_k_major=True).wide
     monkeypatch.setattr(dispatch, "WIDE", False)
     assert not single_plan(1536, 1536, 4096).wide

@@ -82,7 +82,8 @@ persistent TMA kernel (kernels/persistent.py) when its alignment rules hold afte
 as do 16-bit mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
 weight, on its small tiles, as do aligned 16-bit and tf32 products of 64 tiles up to half
 the SMs (SMALL_WAVE), and 16-bit ones whose output fills waves of 128x192 tiles
-better than of the persistent tiles on kernels/wide.py (WIDE); 16-bit, tf32 and tf32x3
+better than of the persistent tiles on kernels/wide.py (WIDE), and 16-bit ones of 129-192
+rows whose 128-column strips fill the SMs on kernels/tall.py (TALL); 16-bit, tf32 and tf32x3
 single products of fewer tiles over a
 long K run in K slices of 128x128 TMA tiles (kernels/sliced.py, SLICED); batches of 16-bit
 and tf32 products run on the batched persistent TMA kernel (kernels/batched.py, BATCHED);
@@ -107,6 +108,7 @@ from .kernels import simt_tma as _simt_tma
 from .kernels import sliced as _sliced
 from .kernels import split_fed as _split_fed
 from .kernels import splitk as _splitk
+from .kernels import tall as _tall
 from .kernels import wide as _wide
 from .kernels.common import INTERPRETER, capability, epilogue_input
 from .kernels.copy import TILE as COPY_TILE
@@ -312,9 +314,29 @@ WIDE_MIN_GAIN = 1.2
 # / large tiles (cuBLAS): 192x11008x4096 fp16 34.1-34.5 / 39.6 / 46.3 (31.1-31.4), bf16
 # 34.5 / 39.4 / 46.0-46.3 (31.0); 160x11008x4096 37.5 / 47.9 / 46.4 (32.4); 176x11008x2048
 # 20.5 / 23.5 / 27.4 (18.6). Where the 128x256 tiles fill their waves the large tiles
-# stay: 144x16384x4096 (128 tiles, one wave) 68.1 / 71.1 / 55.0 (40.1); 192x28672x8192
-# (224, 0.85) 183.5 / 210 / 186.9 (148-154).
+# beat these: 144x16384x4096 (128 tiles, one wave) 68.1 / 71.1 / 55.0 (40.1); 192x28672x8192
+# (224, 0.85) 183.5 / 210 / 186.9 (148-154); both now run kernels/tall.py (TALL).
 MID_SHORT_MAX_M = 192
+# Before that rule: 16-bit rows of a short prefill (tall.BM < M <= tall.MAX_M) run
+# kernels/tall.py's tiles (all the rows, 128 columns: the weight read once) where those fill
+# half a wave of SMs or more, and where their lower part is 64 rows tall, TALL_MIN_FILL of
+# their waves. perf/tall_probe.py, H200, fp16 nt, CUDA-graph time after an L2 flush, us, the
+# tall tiles / the plan before (cuBLAS): 144x16384x4096 41.4 / 54.8 large (40.0),
+# 136x28672x8192 144.4 / 191.7 large (121.2), 192x28672x8192 162.5 / 187.6 large (152.7),
+# 144x11008x4096 37.4 / 44.5 mid (30.3), 160x11008x4096 36.2 / 37.4 mid (31.8). Losing: the
+# 64-row lower part where its 86 tiles fill 0.65 of a wave, 192x11008x4096 37.9 / 34.6 mid
+# (31.7), 176x11008x2048 22.8 / 20.7 (18.8); 32 tiles, 160x4096x4096 35.4 / 20.1 (22.0).
+TALL = True
+TALL_MIN_FILL = configs.WIDE_MIN_FILL
+
+
+def _tall_fills(m: int, n: int, sms: int) -> bool:
+    """Whether an m x n output takes kernels/tall.py's tiles (see TALL)."""
+    if not _tall.BM < m <= _tall.MAX_M:
+        return False
+    tiles = _tall.tiles(m, n)
+    return 2 * tiles >= sms and (_tall.lower_height(m) < _tall.LOWER_HEIGHTS[-1]
+                                 or configs.wave_fill(tiles, sms) >= TALL_MIN_FILL)
 
 
 def _wide_fills(m: int, n: int, sms: int) -> bool:
@@ -614,6 +636,8 @@ class Plan(NamedTuple):
                           # else the plain kernel
     wide: bool = False  # 16-bit persistent: kernels/wide.py's 128x192 tiles (WIDE), where
                         # it can take the call; else the persistent kernel
+    tall: bool = False  # 16-bit persistent: kernels/tall.py's 144- to 192-row tiles (TALL),
+                        # where it can take the call; else the persistent kernel
     mid_tiles: bool = False  # persistent: tune over the mid-M tiles whatever the rows
                              # (SMALL_WAVE)
     batched: bool = False  # a batch of products on kernels/batched.py (BATCHED), where it
@@ -810,6 +834,10 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
     mid_short = (mid_m and precision == "half" and tiles >= sms
                  and PERSISTENT_TILE < m <= MID_SHORT_MAX_M
                  and not configs.wide_tiles_filled(m, n, sms))
+    if (TALL and precision == "half" and persistent and not pad and direct is None
+            and _tall_fills(m, n, sms)):
+        # The persistent kernel's tiles where kernels/tall.py refuses the call (run()).
+        return Plan(False, False, False, persistent=True, tall=True, mid_tiles=mid_short)
     # Products the persistent kernel runs on its mid tiles: asked for by the plan
     # (Plan.mid_tiles), or mid-M ones of fewer tiles than SMs (configs.persistent_family).
     on_mid_tiles = small_wave or mid_short or (mid_m and tiles < sms)
@@ -1367,6 +1395,11 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
     if (p.wide and a.shape[0] == 1 and lo is None
             and _wide.supports(a[0], b[0, :, :n], out[0], d2)):
         _wide.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
+                        activation=activation, sms=_persistent.gpu_sms(a.device)[0])
+        return
+    if (p.tall and a.shape[0] == 1 and lo is None
+            and _tall.supports(a[0], b[0, :, :n], out[0], d2)):
+        _tall.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                         activation=activation, sms=_persistent.gpu_sms(a.device)[0])
         return
     if p.batched and lo is None and _batched.supports(

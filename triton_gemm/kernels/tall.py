@@ -1,0 +1,142 @@
+"""Persistent TMA GEMM in tiles 144, 160 or 192 rows tall for 16-bit products on Hopper
+(fp16, bf16): a height that is not a power of two, as two accumulators stacked (128 rows and
+16, 32 or 64) over one B tile, A read as two TMA boxes a K step. kernels/wide.py's two-part
+tile, turned on its side, and each part computed transposed (C^T = B^T A^T) so its rows are
+wgmma's N, which takes 16 and 32 rows without padding them to a warpgroup's 64.
+
+Why: 129-192 rows (a short prefill against a transformer's weight) pad 128-row tiles to 256
+rows, and the tiles that ran them either computed the padding (128x256: 1.8x the work at 144
+rows) or read the weight from L2 once per 64-row tile (the mid tiles: three times). Here
+every program holds all the rows for 128 columns of the weight: the weight is read once and
+at most 15 rows (31 past 144, 63 past 160) are padding. cuBLAS does the same with wgmma N
+of any multiple of 8 (perf/cublas_kernels.py: nvjet_sm90_hsh_128x144_64x6_2x1 at
+144x16384x4096 nt, 128x160 at 160x11008x4096, 128x192 at 192x28672x8192). The dispatch
+rule and the probe's figures: dispatch.TALL.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
+
+from .common import INTERPRETER, cdiv, dependent_meta, epilogue_input, record, run_kernel
+from .persistent import (_a_m_major, _b_k_major, _d_row, _tma_ok, load_step, programs,
+                         set_block_shapes, store_tile, tile_origin, tma_descriptors)
+from . import wide as _wide
+
+# The tile: (BM + BH) x BN, BK deep; GROUP_M as configs.GROUP_M. 4 warps issue both parts'
+# wgmmas (at BH = 64, 192 x 128 fp32: 192 registers a thread, as wide.py's tile).
+# perf/tall_probe.py, H200, fp16 nt, CUDA-graph time after the L2 flush, us, 128x64 tiles on
+# 4 warps in 5 / 4 / 3 stages: 144x16384x4096 41.4 / 43.7 / 50.5, 160x11008x4096 36.2 /
+# 37.5 / 46.0, 192x28672x8192 (5 stages do not fit) 162.5 / 187.8; on 8 warps in 4 stages
+# 44.5, 40.2 and 173.1; 64 columns in 6 stages 49.0, 47.5, 189.1; 256 on 8 warps in 3
+# stages 65.4 at 144x16384x4096 (64 tiles), 142.7 at 136x28672x8192 (144.4 on 128x64x5).
+BM, BN, BK, WARPS, GROUP_M = 128, 128, 64, 4, 8
+# The lower part's heights (wgmma's N in the powers of two triton's blocks take), and the
+# stages that fit shared memory beside the C tiles' buffers at each.
+LOWER_HEIGHTS = (16, 32, 64)
+STAGES = {16: 5, 32: 5, 64: 4}
+MAX_M = BM + LOWER_HEIGHTS[-1]
+
+
+def lower_height(m: int) -> int:
+    """The lower part's rows for an output of m rows, BM < m <= MAX_M: the fewest that
+    cover them."""
+    return next(h for h in LOWER_HEIGHTS if BM + h >= m)
+
+
+@triton.jit
+def _tall_kernel(a_desc, b_desc, c_desc, ah_desc, ch_desc, c_ptr, d_ptr,
+                 M, N, K, stride_cm, stride_dm, stride_dn, alpha, beta,
+                 HAS_D: tl.constexpr, D_ROW: tl.constexpr, A_M_MAJOR: tl.constexpr,
+                 B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, ACTIVATION: tl.constexpr,
+                 C_TMA: tl.constexpr, BM: tl.constexpr, BH: tl.constexpr, BN: tl.constexpr,
+                 BK: tl.constexpr, GROUP_M: tl.constexpr, DEPENDENT: tl.constexpr):
+    """C (M, N) = act(alpha * A @ B + beta * D) in (BM + BH) x BN tiles, each program
+    walking tiles pid, pid + grid, ... in grouped order. A, B and C as
+    persistent._persistent_kernel takes them; ah_desc and ch_desc: A and C with blocks BH
+    rows tall (the tile's lower part). Each part is computed transposed, C^T = B^T A^T:
+    its rows are then wgmma's N, which takes 16 and 32 as well as 64 (as M it would be
+    padded to a warpgroup's 64)."""
+    if DEPENDENT:
+        gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
+    num_pid_m = tl.cdiv(M, BM + BH)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0),
+                         flatten=False):
+        off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM + BH, BN, GROUP_M)
+        acc = tl.zeros((BN, BM), dtype=tl.float32)
+        acc_h = tl.zeros((BN, BH), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a, b = load_step(a_desc, b_desc, off_m, off_n, ki, A_M_MAJOR, B_K_MAJOR, UPCAST,
+                             BK)
+            # The upper part's wgmmas go before the lower part's A is loaded, as in wide.py.
+            acc = tl.dot(b.T, a.T, acc)
+            if A_M_MAJOR:
+                a_h = ah_desc.load([ki * BK, off_m + BM]).T
+            else:
+                a_h = ah_desc.load([off_m + BM, ki * BK])
+            if UPCAST:
+                a_h = a_h.to(tl.float32)
+            acc_h = tl.dot(b.T, a_h.T, acc_h)
+        store_tile(acc.T, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
+                   stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False, BM, BN)
+        store_tile(acc_h.T, c_ptr, ch_desc, d_ptr, off_m + BM, off_n, M, N, stride_cm,
+                   stride_dm, stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False,
+                   BH, BN)
+
+
+def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+             d: torch.Tensor | None = None) -> bool:
+    """Whether 2-D a (M, K), b (K, N) and out (M, N) can run here with epilogue input d:
+    BM < M <= MAX_M, and the operands kernels/wide.py takes (16-bit, Hopper or the
+    interpreter, TMA-readable, A's rows on 32-byte sectors, no matrix D)."""
+    return BM < a.shape[0] <= MAX_M and _wide.supports(a, b, out, d)
+
+
+def tiles(m: int, n: int, bn: int = BN) -> int:
+    """The tiles of an m x n output (BM < m <= MAX_M: one row of them)."""
+    return cdiv(n, bn)
+
+
+def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+              d: torch.Tensor | None = None, *, alpha: float = 1.0, beta: float = 0.0,
+              activation: int = 0, sms: int, tile: tuple | None = None) -> torch.Tensor:
+    """out = act(alpha * a @ b + beta * d) for operands supports() accepts, d None or
+    broadcastable to out by strides, in as few programs as take as many waves of sms
+    programs as the tiles need (persistent.programs). tile: (BN, BK, warps, stages) for
+    probes (default the module's). Returns out."""
+    m, k = a.shape
+    n = b.shape[1]
+    if not BM < m <= MAX_M:
+        raise ValueError(f"tall.matmul_2d: a has {m} rows; the kernel takes {BM + 1} to "
+                         f"{MAX_M} (check supports() first)")
+    if out.numel() == 0:
+        return out
+    bh = lower_height(m)
+    bn, bk, warps, stages = tile or (BN, BK, WARPS, STAGES[bh])
+    has_d, d = epilogue_input(d, beta, out)
+    c_tma = _tma_ok(out, out.stride(0))
+    a_m_major, b_k_major = _a_m_major(a), _b_k_major(b)
+    shapes = {"BN": bn, "BK": bk, "A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
+              "EPILOGUE_SUBTILE": False}
+    # Two sets of descriptors: the upper part's boxes BM rows tall, the lower part's bh.
+    descs = tma_descriptors(a, b, out, c_tma)
+    set_block_shapes(descs, {"BM": BM, **shapes})
+    lower = tma_descriptors(a, b, out, c_tma)
+    set_block_shapes(lower, {"BM": bh, **shapes})
+    grid = programs(BM + bh, bn, m, n, sms, half_tail=False)
+    run_kernel(_tall_kernel, (grid,),
+               (descs[0], descs[1], descs[2], lower[0], lower[2], out, d, m, n, k,
+                out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta)),
+               {"HAS_D": has_d, "D_ROW": _d_row(has_d, d), "A_M_MAJOR": a_m_major,
+                "B_K_MAJOR": b_k_major, "UPCAST": INTERPRETER and a.dtype == torch.bfloat16,
+                "ACTIVATION": activation, "C_TMA": c_tma, "BM": BM, "BH": bh, "BN": bn,
+                "BK": bk, "GROUP_M": GROUP_M, "num_warps": warps, "num_stages": stages,
+                **dependent_meta(a.device)})
+    record(triton.Config({"TALL": True, "BM": BM + bh, "BN": bn, "BK": bk},
+                         num_warps=warps, num_stages=stages), "tall")
+    return out
