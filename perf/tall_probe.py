@@ -3,7 +3,10 @@ one B tile) beside cuBLAS and the library, in interleaved rounds of CUDA-graph t
 the L2 flush. For the rows of a short prefill (129-192) against a transformer's weights.
 
     python perf/tall_probe.py --case 144,16384,4096,nt [--case ...]
-        [--tiles BN,BK,WARPS,STAGES ...] [--rounds 3] [--dtype fp16|bf16]
+        [--tiles auto|BN,BK,WARPS,STAGES[,SLICES] ...] [--rounds 3] [--dtype fp16|bf16]
+
+auto: the module's tile for the rows and its K slices (tall.slices); otherwise one K slice
+unless SLICES says.
 
 GPU (Hopper) only.
 """
@@ -27,18 +30,20 @@ from perf.suites import Case  # noqa: E402
 from triton_gemm.kernels import persistent, tall  # noqa: E402
 from triton_gemm.tolerances import tolerance  # noqa: E402
 
-TILES = ("128,64,4,4", "128,64,4,5", "128,64,4,3", "128,64,8,4", "256,64,8,3", "64,64,4,6")
+TILES = ("auto", "128,64,4,4", "128,64,4,5", "128,64,4,3", "128,64,8,4", "256,64,8,3",
+         "64,64,4,6")
 
 
-def parse_tile(spec: str) -> tuple:
-    """BN,BK,WARPS,STAGES."""
-    return tuple(int(v) for v in spec.split(","))
+def parse_tile(spec: str) -> tuple | None:
+    """BN,BK,WARPS,STAGES[,SLICES]; None for auto."""
+    return None if spec == "auto" else tuple(int(v) for v in spec.split(","))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", action="append", required=True, metavar="M,N,K[,LAYOUT]")
-    parser.add_argument("--tiles", nargs="*", default=TILES, metavar="BN,BK,WARPS,STAGES")
+    parser.add_argument("--tiles", nargs="*", default=TILES,
+                        metavar="auto|BN,BK,WARPS,STAGES[,SLICES]")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
     args = parser.parse_args(argv)

@@ -60,6 +60,26 @@ def test_tall_product_in_every_layout(dtype, m, a_m_major, b_k_major):
 
 
 @requires_kernels
+@pytest.mark.parametrize("m,a_m_major,b_k_major", [(144, False, True), (184, True, False)],
+                         ids=["144-a_row-b_col", "184-a_col-b_row"])
+def test_tall_product_in_k_slices(monkeypatch, m, a_m_major, b_k_major):
+    """Fewer tiles than SMs: K slices (MIN_SLICE_K lowered to fit the interpreter), the last
+    one short, summed with the epilogue by splitk.reduce; a bias and an activation, on a
+    NaN-poisoned out."""
+    monkeypatch.setattr(tall, "MIN_SLICE_K", 64)
+    n, k = tall.BN + 8, 200
+    assert tall.slices(m, n, k, 8) == 3  # three of 64 asked; two of 128 steps run
+    a = stored(randn(m, k, dtype=torch.float16), a_m_major)
+    b = stored(randn(k, n, dtype=torch.float16), b_k_major)
+    bias = randn(n, dtype=torch.float16)
+    out = torch.full((m, n), float("nan"), dtype=torch.float16, device=a.device)
+    tall.matmul_2d(a, b, out, bias, alpha=0.5, beta=2.0, activation=1, sms=8)
+    assert last_config() == _name(m) + "_k2", last_config()
+    assert_close(out, torch.relu(0.5 * (a.double() @ b.double()) + 2.0 * bias.double()),
+                 torch.float16, what=f"tall {m}x{n}x{k} in slices", operands=(a, b))
+
+
+@requires_kernels
 def test_tall_product_into_rows_tma_cannot_store_and_with_a_matrix_d():
     """An out whose rows are off 16 bytes (stored by pointers), a bias; out's column past N
     untouched. A matrix D (left to the persistent kernel by supports(), as wide.py's), which
@@ -91,11 +111,17 @@ def test_tall_refuses_rows_outside_its_tile():
 
 def test_the_rule_at_the_measured_shapes():
     """132 SMs: the shapes of dispatch.TALL's probe, on the side the probe found."""
-    for m, n in ((144, 16384), (136, 28672), (192, 28672), (144, 11008), (160, 11008)):
-        assert dispatch._tall_fills(m, n, 132), (m, n)
-    # A 64-row lower part at 0.65 of a wave, half a wave of tiles, rows outside the tile.
-    for m, n in ((192, 11008), (176, 11008), (160, 4096), (128, 16384), (193, 28672)):
-        assert not dispatch._tall_fills(m, n, 132), (m, n)
+    for m, n, k in ((144, 16384, 4096), (136, 28672, 8192), (192, 28672, 8192),
+                    (144, 11008, 4096), (160, 11008, 4096), (144, 8192, 28672),
+                    (192, 8192, 28672), (144, 4096, 11008), (192, 4096, 11008)):
+        assert dispatch._tall_fills(m, n, k, 132), (m, n, k)
+    # A 64-row lower part at 0.65 of a wave, under half a wave of tiles and slices (slices
+    # of 4096 no shallower than MIN_SLICE_K: 2), rows outside the tile.
+    for m, n, k in ((192, 11008, 4096), (176, 11008, 2048), (160, 4096, 4096),
+                    (144, 4096, 4096), (128, 16384, 4096), (193, 28672, 8192)):
+        assert not dispatch._tall_fills(m, n, k, 132), (m, n, k)
+    assert tall.slices(144, 8192, 28672, 132) == 2 and tall.slices(144, 4096, 11008, 132) == 4
+    assert tall.slices(144, 4096, 4096, 132) == 2 and tall.slices(144, 16384, 4096, 132) == 1
 
 
 def test_16_bit_short_prefills_plan_the_tall_kernel(monkeypatch):
@@ -128,11 +154,13 @@ b_box = [t.BN, t.BK] if b_k_major else [t.BK, t.BN]
 sig = {"a_desc": f"tensordesc<fp16{a_box(t.BM)}>", "b_desc": f"tensordesc<fp16{b_box}>",
        "c_desc": f"tensordesc<fp16[{t.BM}, {t.BN}]>", "ah_desc": f"tensordesc<fp16{a_box(bh)}>",
        "ch_desc": f"tensordesc<fp16[{bh}, {t.BN}]>", "c_ptr": "*fp16", "d_ptr": "*fp16",
-       "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32", "stride_dm": "i32",
-       "stride_dn": "i32", "alpha": "fp32", "beta": "fp32"}
+       "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32",
+       "stride_dm": "i32", "stride_dn": "i32", "alpha": "fp32", "beta": "fp32",
+       "K_SLICE_STEPS": "i32"}
 const = {"HAS_D": has_d, "D_ROW": has_d, "A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
          "UPCAST": False, "ACTIVATION": 0, "C_TMA": True, "BM": t.BM, "BH": bh, "BN": t.BN,
-         "BK": t.BK, "GROUP_M": t.GROUP_M, "DEPENDENT": True, "stride_dm": 0, "stride_dn": 1}
+         "BK": t.BK, "GROUP_M": t.GROUP_M, "SLICES": 1, "DEPENDENT": True, "stride_dm": 0,
+         "stride_dn": 1}
 kernel = sass_audit._compile(t._tall_kernel, sig, const,
                              ["c_ptr", "d_ptr", "M", "N", "K", "stride_cm"], t.WARPS,
                              t.STAGES[bh])
@@ -168,18 +196,19 @@ def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(bh, a_m_major,
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_library_calls_of_short_prefills_run_tall(dtype):
     """linear (bias and activation) of 144 and 160 rows against 16384- and 11008-wide
-    weights, matmul and addmm (out=, a bias row) take the tall kernel on Hopper with 132
+    weights and of 192 rows against a 4096 x 11008 one (in K slices), matmul and addmm (out=, a bias row) take the tall kernel on Hopper with 132
     SMs (addmm with a matrix D the persistent kernel) and match float64; NaN-poisoned
     outputs."""
     if not hopper(torch.device("cuda")):
         pytest.skip("kernels/tall.py needs Hopper (sm_90)")
     if torch.cuda.get_device_properties(0).multi_processor_count != 132:
         pytest.skip("the rule's shapes are set for 132 SMs")
-    for m, n in ((144, 16384), (160, 11008)):
-        x, w = randn(m, 2048, dtype=dtype), randn(n, 2048, dtype=dtype)
+    for m, n, k, slices in ((144, 16384, 2048, ""), (160, 11008, 2048, ""),
+                            (192, 4096, 11008, "_k4")):
+        x, w = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype)
         bias = randn(n, dtype=dtype)
         y = triton_gemm.linear(x, w, bias, activation="gelu")
-        assert last_config() == _name(m), last_config()
+        assert last_config() == _name(m) + slices, last_config()
         assert_close(y, F.gelu(x.double() @ w.double().T + bias.double()), dtype,
                      what=f"linear {m}x{n}", operands=(x, w.T))
     a, b = randn(144, 4096, dtype=dtype), randn(4096, 16384, dtype=dtype)
@@ -197,7 +226,8 @@ def test_library_calls_of_short_prefills_run_tall(dtype):
 def test_the_probe_reads_its_tiles():
     from perf import tall_probe
     assert tall_probe.parse_tile("128,64,4,5") == (128, 64, 4, 5)
-    assert all(len(tall_probe.parse_tile(t)) == 4 for t in tall_probe.TILES)
+    assert tall_probe.parse_tile("128,64,4,5,2") == (128, 64, 4, 5, 2)
+    assert tall_probe.parse_tile("auto") is None
 
 
 def test_tall_supports_only_rows_its_tile_holds():

@@ -883,8 +883,11 @@ def config_name(config: triton.Config, family: str) -> str:
         return f"b_{kw['BM']}x{kw['BN']}x{kw['BK']}_w{config.num_warps}"
     if kw.get("WIDE"):  # kernels/wide.py: one fixed tile, 128x192
         return f"w_{kw['BM']}x{kw['BN']}x{kw['BK']}"
-    if kw.get("TALL"):  # kernels/tall.py: 192-row tiles, warps and stages after
-        return f"t_{kw['BM']}x{kw['BN']}x{kw['BK']}_w{config.num_warps}_s{config.num_stages}"
+    if kw.get("TALL"):  # kernels/tall.py: 144- to 192-row tiles, warps and stages after,
+        # then its K slices where more than one
+        split = f"_k{kw['SPLIT']}" if kw.get("SPLIT", 1) > 1 else ""
+        return (f"t_{kw['BM']}x{kw['BN']}x{kw['BK']}_w{config.num_warps}"
+                f"_s{config.num_stages}{split}")
     if kw.get("SLICED"):  # kernels/sliced.py: one fixed tile, its K slices after "_s"
         return f"ks_{kw['BM']}x{kw['BN']}x{kw['BK']}_s{kw['SPLIT']}"
     if kw.get("SPLIT_FED"):  # kernels/split_fed.py: one fixed tile

@@ -318,25 +318,28 @@ WIDE_MIN_GAIN = 1.2
 # (224, 0.85) 183.5 / 210 / 186.9 (148-154); both now run kernels/tall.py (TALL).
 MID_SHORT_MAX_M = 192
 # Before that rule: 16-bit rows of a short prefill (tall.BM < M <= tall.MAX_M) run
-# kernels/tall.py's tiles (all the rows, 128 columns: the weight read once) where those fill
-# half a wave of SMs or more, and where their lower part is 64 rows tall, TALL_MIN_FILL of
-# their waves. perf/tall_probe.py, H200, fp16 nt, CUDA-graph time after an L2 flush, us, the
+# kernels/tall.py's tiles (all the rows, 128 columns: the weight read once; with fewer tiles
+# than SMs, in K slices, tall.slices) where those tiles and slices fill half a wave of SMs
+# or more, and where their lower part is 64 rows tall, TALL_MIN_FILL of their waves. perf/tall_probe.py, H200, fp16 nt, CUDA-graph time after an L2 flush, us, the
 # tall tiles / the plan before (cuBLAS): 144x16384x4096 41.4 / 54.8 large (40.0),
 # 136x28672x8192 144.4 / 191.7 large (121.2), 192x28672x8192 162.5 / 187.6 large (152.7),
 # 144x11008x4096 37.4 / 44.5 mid (30.3), 160x11008x4096 36.2 / 37.4 mid (31.8). Losing: the
 # 64-row lower part where its 86 tiles fill 0.65 of a wave, 192x11008x4096 37.9 / 34.6 mid
-# (31.7), 176x11008x2048 22.8 / 20.7 (18.8); 32 tiles, 160x4096x4096 35.4 / 20.1 (22.0).
+# (31.7), 176x11008x2048 22.8 / 20.7 (18.8); 32 tiles, 160x4096x4096 35.4 / 20.1 (22.0). In
+# K slices (same probe, the mid tiles before): 144x8192x28672 137.4 / 203.0 (132.0),
+# 160x8192x28672 141.7 / 193.8 (133.1), 192x8192x28672 158.4 / 194.4 (151.6),
+# 144x4096x11008 33.8 / 43.2 (34.8), 192x4096x11008 37.3 / 39.9 (50.0).
 TALL = True
 TALL_MIN_FILL = configs.WIDE_MIN_FILL
 
 
-def _tall_fills(m: int, n: int, sms: int) -> bool:
-    """Whether an m x n output takes kernels/tall.py's tiles (see TALL)."""
+def _tall_fills(m: int, n: int, k: int, sms: int) -> bool:
+    """Whether an (m, n, k) product takes kernels/tall.py's tiles (see TALL)."""
     if not _tall.BM < m <= _tall.MAX_M:
         return False
-    tiles = _tall.tiles(m, n)
-    return 2 * tiles >= sms and (_tall.lower_height(m) < _tall.LOWER_HEIGHTS[-1]
-                                 or configs.wave_fill(tiles, sms) >= TALL_MIN_FILL)
+    items = _tall.tiles(m, n) * _tall.slices(m, n, k, sms)
+    return 2 * items >= sms and (_tall.lower_height(m) < _tall.LOWER_HEIGHTS[-1]
+                                 or configs.wave_fill(items, sms) >= TALL_MIN_FILL)
 
 
 def _wide_fills(m: int, n: int, sms: int) -> bool:
@@ -835,7 +838,7 @@ def _base_plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None
                  and PERSISTENT_TILE < m <= MID_SHORT_MAX_M
                  and not configs.wide_tiles_filled(m, n, sms))
     if (TALL and precision == "half" and persistent and not pad and direct is None
-            and _tall_fills(m, n, sms)):
+            and _tall_fills(m, n, k, sms)):
         # The persistent kernel's tiles where kernels/tall.py refuses the call (run()).
         return Plan(False, False, False, persistent=True, tall=True, mid_tiles=mid_short)
     # Products the persistent kernel runs on its mid tiles: asked for by the plan

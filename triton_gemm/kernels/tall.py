@@ -21,10 +21,12 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 
-from .common import INTERPRETER, cdiv, dependent_meta, epilogue_input, record, run_kernel
+from .common import (INTERPRETER, cdiv, dependent_meta, epilogue_input, record, run_kernel,
+                     workspace)
 from .persistent import (_a_m_major, _b_k_major, _d_row, _tma_ok, load_step, programs,
                          set_block_shapes, store_tile, tile_origin, tma_descriptors)
 from . import wide as _wide
+from .splitk import reduce
 
 # The tile: (BM + BH) x BN, BK deep; GROUP_M as configs.GROUP_M. 4 warps issue both parts'
 # wgmmas (at BH = 64, 192 x 128 fp32: 192 registers a thread, as wide.py's tile).
@@ -38,6 +40,12 @@ BM, BN, BK, WARPS, GROUP_M = 128, 128, 64, 4, 8
 # stages that fit shared memory beside the C tiles' buffers at each.
 LOWER_HEIGHTS = (16, 32, 64)
 STAGES = {16: 5, 32: 5, 64: 4}
+# Outputs of fewer tiles than SMs run in K slices no shallower than this. perf/tall_probe.py,
+# H200, fp16 nt, graph us, the library's mid tiles / tall tiles in K slices (cuBLAS):
+# 144x4096x11008 in 4 slices of 2752 43.2 / 33.8 (34.8), 144x8192x28672 in 2 203.0 / 137.4
+# (132.0); 144x4096x4096 in 3 of 1365 19.6 / 21.6 (17.7), where 2048 leaves it in 2 slices
+# (64 tiles, under half a wave: dispatch.TALL keeps the mid tiles).
+MIN_SLICE_K = 2048
 MAX_M = BM + LOWER_HEIGHTS[-1]
 
 
@@ -48,29 +56,38 @@ def lower_height(m: int) -> int:
 
 
 @triton.jit
-def _tall_kernel(a_desc, b_desc, c_desc, ah_desc, ch_desc, c_ptr, d_ptr,
-                 M, N, K, stride_cm, stride_dm, stride_dn, alpha, beta,
+def _tall_kernel(a_desc, b_desc, c_desc, ah_desc, ch_desc, c_ptr, d_ptr, part_ptr,
+                 M, N, K, stride_cm, stride_dm, stride_dn, alpha, beta, K_SLICE_STEPS,
                  HAS_D: tl.constexpr, D_ROW: tl.constexpr, A_M_MAJOR: tl.constexpr,
                  B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, ACTIVATION: tl.constexpr,
                  C_TMA: tl.constexpr, BM: tl.constexpr, BH: tl.constexpr, BN: tl.constexpr,
-                 BK: tl.constexpr, GROUP_M: tl.constexpr, DEPENDENT: tl.constexpr):
+                 BK: tl.constexpr, GROUP_M: tl.constexpr, SLICES: tl.constexpr,
+                 DEPENDENT: tl.constexpr):
     """C (M, N) = act(alpha * A @ B + beta * D) in (BM + BH) x BN tiles, each program
     walking tiles pid, pid + grid, ... in grouped order. A, B and C as
     persistent._persistent_kernel takes them; ah_desc and ch_desc: A and C with blocks BH
     rows tall (the tile's lower part). Each part is computed transposed, C^T = B^T A^T:
     its rows are then wgmma's N, which takes 16 and 32 as well as 64 (as M it would be
-    padded to a warpgroup's 64)."""
+    padded to a warpgroup's 64). SLICES > 1: work items (slice, tile), K_SLICE_STEPS K
+    steps a slice, each writing its fp32 tile to slice s of the (SLICES, M, N) workspace at
+    part_ptr (summed by splitk.reduce with the epilogue)."""
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     num_pid_m = tl.cdiv(M, BM + BH)
     num_pid_n = tl.cdiv(N, BN)
-    k_tiles = tl.cdiv(K, BK)
-    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0),
+    tiles = num_pid_m * num_pid_n
+    if SLICES == 1:
+        k_steps = tl.cdiv(K, BK)
+    else:
+        k_steps = K_SLICE_STEPS
+    for item in tl.range(tl.program_id(0), tiles * SLICES, tl.num_programs(0),
                          flatten=False):
-        off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM + BH, BN, GROUP_M)
+        s = item // tiles
+        off_m, off_n = tile_origin(item % tiles, num_pid_m, num_pid_n, BM + BH, BN, GROUP_M)
         acc = tl.zeros((BN, BM), dtype=tl.float32)
         acc_h = tl.zeros((BN, BH), dtype=tl.float32)
-        for ki in range(k_tiles):
+        for step in range(k_steps):
+            ki = s * k_steps + step  # past K, TMA reads zeros
             a, b = load_step(a_desc, b_desc, off_m, off_n, ki, A_M_MAJOR, B_K_MAJOR, UPCAST,
                              BK)
             # The upper part's wgmmas go before the lower part's A is loaded, as in wide.py.
@@ -82,11 +99,25 @@ def _tall_kernel(a_desc, b_desc, c_desc, ah_desc, ch_desc, c_ptr, d_ptr,
             if UPCAST:
                 a_h = a_h.to(tl.float32)
             acc_h = tl.dot(b.T, a_h.T, acc_h)
-        store_tile(acc.T, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
-                   stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False, BM, BN)
-        store_tile(acc_h.T, c_ptr, ch_desc, d_ptr, off_m + BM, off_n, M, N, stride_cm,
-                   stride_dm, stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False,
-                   BH, BN)
+        if SLICES == 1:
+            store_tile(acc.T, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
+                       stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False, BM, BN)
+            store_tile(acc_h.T, c_ptr, ch_desc, d_ptr, off_m + BM, off_n, M, N, stride_cm,
+                       stride_dm, stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA,
+                       False, BH, BN)
+        else:
+            _store_part(part_ptr + s * M * N, acc, off_m, off_n, M, N, BM, BN)
+            _store_part(part_ptr + s * M * N, acc_h, off_m + BM, off_n, M, N, BH, BN)
+
+
+@triton.jit
+def _store_part(part_ptr, acc_t, off_m, off_n, M, N, ROWS: tl.constexpr, BN: tl.constexpr):
+    """The fp32 (BN, ROWS) transposed tile acc_t into the (M, N) partial at part_ptr (int32
+    offsets: slices x M x N is at most a wave of tiles, slices())."""
+    rows = off_m + tl.arange(0, ROWS)
+    cols = off_n + tl.arange(0, BN)
+    tl.store(part_ptr + rows[:, None] * N + cols[None, :], acc_t.T,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
@@ -95,6 +126,13 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     BM < M <= MAX_M, and the operands kernels/wide.py takes (16-bit, Hopper or the
     interpreter, TMA-readable, A's rows on 32-byte sectors, no matrix D)."""
     return BM < a.shape[0] <= MAX_M and _wide.supports(a, b, out, d)
+
+
+def slices(m: int, n: int, k: int, sms: int) -> int:
+    """The K slices an (m, n, k) product runs in: as many as one wave of sms programs holds
+    beside its tiles, none shallower than MIN_SLICE_K; 1 where it has a wave of tiles."""
+    t = tiles(m, n)
+    return max(min(sms // t, k // MIN_SLICE_K), 1) if t else 1
 
 
 def tiles(m: int, n: int, bn: int = BN) -> int:
@@ -107,7 +145,8 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
               activation: int = 0, sms: int, tile: tuple | None = None) -> torch.Tensor:
     """out = act(alpha * a @ b + beta * d) for operands supports() accepts, d None or
     broadcastable to out by strides, in as few programs as take as many waves of sms
-    programs as the tiles need (persistent.programs). tile: (BN, BK, warps, stages) for
+    programs as the tiles need (persistent.programs); in slices(...) K slices where those
+    are more than one, summed by splitk.reduce. tile: (BN, BK, warps, stages[, slices]) for
     probes (default the module's). Returns out."""
     m, k = a.shape
     n = b.shape[1]
@@ -117,7 +156,7 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     if out.numel() == 0:
         return out
     bh = lower_height(m)
-    bn, bk, warps, stages = tile or (BN, BK, WARPS, STAGES[bh])
+    bn, bk, warps, stages = (tile or (BN, BK, WARPS, STAGES[bh]))[:4]
     has_d, d = epilogue_input(d, beta, out)
     c_tma = _tma_ok(out, out.stride(0))
     a_m_major, b_k_major = _a_m_major(a), _b_k_major(b)
@@ -128,15 +167,23 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     set_block_shapes(descs, {"BM": BM, **shapes})
     lower = tma_descriptors(a, b, out, c_tma)
     set_block_shapes(lower, {"BM": bh, **shapes})
-    grid = programs(BM + bh, bn, m, n, sms, half_tail=False)
+    split = slices(m, n, k, sms) if tile is None else tile[4] if len(tile) > 4 else 1
+    steps = cdiv(cdiv(k, split), bk)
+    split = cdiv(k, steps * bk)  # every slice non-empty
+    if split == 1:
+        grid, work, steps = programs(BM + bh, bn, m, n, sms, half_tail=False), None, 0
+    else:
+        grid, work = tiles(m, n, bn) * split, workspace((split, m, n), torch.float32, a.device)
     run_kernel(_tall_kernel, (grid,),
-               (descs[0], descs[1], descs[2], lower[0], lower[2], out, d, m, n, k,
-                out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta)),
+               (descs[0], descs[1], descs[2], lower[0], lower[2], out, d, work, m, n, k,
+                out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta), steps),
                {"HAS_D": has_d, "D_ROW": _d_row(has_d, d), "A_M_MAJOR": a_m_major,
                 "B_K_MAJOR": b_k_major, "UPCAST": INTERPRETER and a.dtype == torch.bfloat16,
                 "ACTIVATION": activation, "C_TMA": c_tma, "BM": BM, "BH": bh, "BN": bn,
-                "BK": bk, "GROUP_M": GROUP_M, "num_warps": warps, "num_stages": stages,
-                **dependent_meta(a.device)})
-    record(triton.Config({"TALL": True, "BM": BM + bh, "BN": bn, "BK": bk},
+                "BK": bk, "GROUP_M": GROUP_M, "SLICES": split, "num_warps": warps,
+                "num_stages": stages, **dependent_meta(a.device)})
+    if split > 1:
+        reduce(work, split, out, d, alpha=alpha, beta=beta, activation=activation)
+    record(triton.Config({"TALL": True, "BM": BM + bh, "BN": bn, "BK": bk, "SPLIT": split},
                          num_warps=warps, num_stages=stages), "tall")
     return out
