@@ -37,9 +37,9 @@ SUITES = {
     "odd": (Case(4097, 4097, 4097), Case(1000, 1000, 1000), Case(4093, 4091, 4099),
             Case(127, 8191, 509), Case(4096, 4096, 4096, "pad"), Case(3000, 3000, 3000, "pad"),
             Case(4104, 4104, 4104)),
-    # A short prefill (a few sequences) against the same weights: rows that pad 128-row tiles
-    # by an eighth to a half (dispatch.TALL).
-    "prefill": tuple(Case(m, n, k, "nt") for m in (144, 160, 192) for n, k in LLM_WEIGHTS),
+    # A short prefill (a few sequences) against the same weights: rows that pad 64- and
+    # 128-row tiles by an eighth to a half (dispatch.TALL).
+    "prefill": tuple(Case(m, n, k, "nt") for m in (96, 144, 160, 192) for n, k in LLM_WEIGHTS),
     # Row-major weights too (x @ W): aligned (16x8192x8192, run transposed), rows of
     # 16-byte runs that are not 16 elements (4104, the split-K kernel's vector hints) and
     # rows off 8 bytes (4097, its narrow tiles, one element at a time).

@@ -27,11 +27,24 @@ import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
 from perf.simt_gluon_probe import add_checked, time_and_print  # noqa: E402
 from perf.suites import Case  # noqa: E402
+from triton_gemm import dispatch, launch_cache  # noqa: E402
 from triton_gemm.kernels import persistent, tall  # noqa: E402
 from triton_gemm.tolerances import tolerance  # noqa: E402
 
 TILES = ("auto", "128,64,4,4", "128,64,4,5", "128,64,4,3", "128,64,8,4", "256,64,8,3",
          "64,64,4,6")
+
+
+def _without_tall(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The library's product under the plan it would make without dispatch.TALL (the launch
+    cache cleared either side: its replays skip planning)."""
+    launch_cache.clear()
+    dispatch.TALL = False
+    try:
+        return triton_gemm.matmul(a, b)
+    finally:
+        dispatch.TALL = True
+        launch_cache.clear()
 
 
 def parse_tile(spec: str) -> tuple | None:
@@ -55,7 +68,8 @@ def main(argv=None) -> int:
         a, b = bench.make_operands(Case(m, n, k, *layout), dtype, "cuda")[0]
         ref = a.double() @ b.double()
         fns = {"cublas": lambda a=a, b=b: a @ b,
-               "library": lambda a=a, b=b: triton_gemm.matmul(a, b)}
+               "library": lambda a=a, b=b: triton_gemm.matmul(a, b),
+               "library, TALL off": lambda a=a, b=b: _without_tall(a, b)}
         triton_gemm.matmul(a, b)
         print(f"{spec}: the library runs {triton_gemm.last_config()}", flush=True)
         for tile_spec in args.tiles:

@@ -23,7 +23,7 @@ def test_suites():
     assert [c.m for c in suites.SUITES["square"]] == [512, 1024, 2048, 4096, 6144, 8192]
     assert {c.m for c in suites.SUITES["llm"]} == {16, 128, 2048, 8192}
     assert all(c.layout == "nt" for c in suites.SUITES["llm"])
-    assert {c.m for c in suites.SUITES["prefill"]} == {144, 160, 192}
+    assert {c.m for c in suites.SUITES["prefill"]} == {96, 144, 160, 192}
     assert {(c.n, c.k) for c in suites.SUITES["prefill"]} == set(suites.LLM_WEIGHTS)
     assert all(1 <= c.m <= 64 for c in suites.SUITES["skinny"])
     assert all(c.k >= 16384 and c.m <= 256 for c in suites.SUITES["splitk"])

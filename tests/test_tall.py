@@ -23,19 +23,23 @@ sys.path.insert(0, str(ROOT))
 
 
 def _name(m: int) -> str:
-    h = tall.lower_height(m)
-    return f"t_{tall.BM + h}x{tall.BN}x{tall.BK}_w{tall.WARPS}_s{tall.STAGES[h]}"
+    height = sum(tall.parts(m))
+    return f"t_{height}x{tall.BN}x{tall.BK}_w{tall.WARPS}_s{tall.STAGES[height]}"
 
 
-def test_the_lower_part_is_the_fewest_rows_that_cover_the_output():
-    assert [tall.lower_height(m) for m in (129, 144, 145, 160, 161, 192)] == [16, 16, 32, 32,
-                                                                            64, 64]
+def test_the_parts_are_the_fewest_rows_that_cover_the_output():
+    parts = [tall.parts(m) for m in (65, 80, 81, 96, 129, 144, 145, 160, 161, 192)]
+    assert parts == [(64, 16), (64, 16), (64, 32), (64, 32), (128, 16), (128, 16), (128, 32),
+                     (128, 32), (128, 64), (128, 64)]
+    assert all(tall.parts(m) is None for m in (1, 64, 97, 128, 193, 256))
+    assert {u + h for u in tall.UPPER_HEIGHTS for h in tall.LOWER_HEIGHTS if h < u} == set(
+        tall.STAGES)
     assert tall.MAX_M == 192 and tall.tiles(144, 16384) == 128 and tall.tiles(150, 200) == 2
 
 
 # Row counts at each lower height (all of it used, or a part of it), with their layouts.
 _CASES = [(144, False, True), (136, True, False), (160, False, False), (152, True, True),
-          (192, False, True), (184, True, False)]
+          (192, False, True), (184, True, False), (72, False, True), (96, True, False)]
 
 
 @requires_kernels
@@ -101,10 +105,10 @@ def test_tall_product_into_rows_tma_cannot_store_and_with_a_matrix_d():
 
 
 def test_tall_refuses_rows_outside_its_tile():
-    """128 rows or fewer, or more than 192: a ValueError naming the range."""
-    for m in (tall.BM, tall.MAX_M + 1):
+    """Rows parts() gives no tile: a ValueError naming the ranges."""
+    for m in (64, 128, tall.MAX_M + 1):
         a = torch.empty(m, 64, dtype=torch.float16)
-        with pytest.raises(ValueError, match="129 to 192"):
+        with pytest.raises(ValueError, match="65-96 or 129-192"):
             tall.matmul_2d(a, torch.empty(64, 64, dtype=torch.float16),
                            torch.empty(m, 64, dtype=torch.float16), sms=1)
 
@@ -113,12 +117,14 @@ def test_the_rule_at_the_measured_shapes():
     """132 SMs: the shapes of dispatch.TALL's probe, on the side the probe found."""
     for m, n, k in ((144, 16384, 4096), (136, 28672, 8192), (192, 28672, 8192),
                     (144, 11008, 4096), (160, 11008, 4096), (144, 8192, 28672),
-                    (192, 8192, 28672), (144, 4096, 11008), (192, 4096, 11008)):
+                    (192, 8192, 28672), (144, 4096, 11008), (192, 4096, 11008),
+                    (72, 11008, 4096), (96, 16384, 4096), (96, 8192, 28672)):
         assert dispatch._tall_fills(m, n, k, 132), (m, n, k)
     # A 64-row lower part at 0.65 of a wave, under half a wave of tiles and slices (slices
     # of 4096 no shallower than MIN_SLICE_K: 2), rows outside the tile.
     for m, n, k in ((192, 11008, 4096), (176, 11008, 2048), (160, 4096, 4096),
-                    (144, 4096, 4096), (128, 16384, 4096), (193, 28672, 8192)):
+                    (144, 4096, 4096), (72, 4096, 4096), (128, 16384, 4096),
+                    (112, 16384, 4096), (193, 28672, 8192)):
         assert not dispatch._tall_fills(m, n, k, 132), (m, n, k)
     assert tall.slices(144, 8192, 28672, 132) == 2 and tall.slices(144, 4096, 11008, 132) == 4
     assert tall.slices(144, 4096, 4096, 132) == 2 and tall.slices(144, 16384, 4096, 132) == 1
@@ -147,44 +153,47 @@ from pathlib import Path
 sys.path.insert(0, '.')
 from perf import sass_audit
 from triton_gemm.kernels import tall as t
-bh, a_m_major, b_k_major, has_d = json.loads(sys.argv[1])
+bm, bh, a_m_major, b_k_major, has_d = json.loads(sys.argv[1])
 def a_box(rows):
     return [t.BK, rows] if a_m_major else [rows, t.BK]
 b_box = [t.BN, t.BK] if b_k_major else [t.BK, t.BN]
-sig = {"a_desc": f"tensordesc<fp16{a_box(t.BM)}>", "b_desc": f"tensordesc<fp16{b_box}>",
-       "c_desc": f"tensordesc<fp16[{t.BM}, {t.BN}]>", "ah_desc": f"tensordesc<fp16{a_box(bh)}>",
+sig = {"a_desc": f"tensordesc<fp16{a_box(bm)}>", "b_desc": f"tensordesc<fp16{b_box}>",
+       "c_desc": f"tensordesc<fp16[{bm}, {t.BN}]>", "ah_desc": f"tensordesc<fp16{a_box(bh)}>",
        "ch_desc": f"tensordesc<fp16[{bh}, {t.BN}]>", "c_ptr": "*fp16", "d_ptr": "*fp16",
        "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32",
        "stride_dm": "i32", "stride_dn": "i32", "alpha": "fp32", "beta": "fp32",
        "K_SLICE_STEPS": "i32"}
 const = {"HAS_D": has_d, "D_ROW": has_d, "A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
-         "UPCAST": False, "ACTIVATION": 0, "C_TMA": True, "BM": t.BM, "BH": bh, "BN": t.BN,
+         "UPCAST": False, "ACTIVATION": 0, "C_TMA": True, "BM": bm, "BH": bh, "BN": t.BN,
          "BK": t.BK, "GROUP_M": t.GROUP_M, "SLICES": 1, "DEPENDENT": True, "stride_dm": 0,
          "stride_dn": 1}
 kernel = sass_audit._compile(t._tall_kernel, sig, const,
                              ["c_ptr", "d_ptr", "M", "N", "K", "stride_cm"], t.WARPS,
-                             t.STAGES[bh])
+                             t.STAGES[bm + bh])
 with tempfile.TemporaryDirectory() as tmp:
     mma = sass_audit.mma_instructions(kernel.asm["cubin"], Path(tmp))
     report = sass_audit.ptxas_report(kernel.asm["ptx"], Path(tmp), "sm_90a")
 print(json.dumps({"shared": kernel.metadata.shared, "mma": mma, **report}))
 """
 
-_BUILDS = ([(bh, False, True, False) for bh in tall.LOWER_HEIGHTS]
-           + [(16, True, False, False), (64, True, True, False), (64, False, True, True)])
+_BUILDS = ([(128, bh, False, True, False) for bh in tall.LOWER_HEIGHTS]
+           + [(64, bh, False, True, False) for bh in (16, 32)]
+           + [(128, 16, True, False, False), (128, 64, True, True, False),
+              (128, 64, False, True, True), (64, 32, True, False, False)])
 
 
-@pytest.mark.parametrize("bh,a_m_major,b_k_major,has_d", _BUILDS,
-                         ids=[f"{bh}-{'a_col' if am else 'a_row'}-{'b_col' if bk else 'b_row'}"
-                              f"{'-bias' if d else ''}" for bh, am, bk, d in _BUILDS])
-def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(bh, a_m_major, b_k_major,
-                                                                  has_d):
-    """Offline for sm_90a, each lower height, operand layouts and a bias row (D_ROW): HGMMA
-    64x128 for the upper part and 64x(lower height) for the lower (not HMMA, no padding to
-    64 rows), no ptxas note that it serialised them (C7515), no spills, within the H100's
-    shared memory at the module's stages."""
-    report = offline_build(_COMPILE, *[bh, a_m_major, b_k_major, has_d])
-    assert "HGMMA.64x128x16" in report["mma"] and f"HGMMA.64x{bh}x16" in report["mma"], report
+@pytest.mark.parametrize("bm,bh,a_m_major,b_k_major,has_d", _BUILDS,
+                         ids=[f"{bm}+{bh}-{'a_col' if am else 'a_row'}-"
+                              f"{'b_col' if bk else 'b_row'}{'-bias' if d else ''}"
+                              for bm, bh, am, bk, d in _BUILDS])
+def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(bm, bh, a_m_major,
+                                                                  b_k_major, has_d):
+    """Offline for sm_90a, each tile height, operand layouts and a bias row (D_ROW): HGMMA
+    64x(upper height) and 64x(lower height), the parts' rows as wgmma's N (not HMMA, no
+    padding to 64 rows), no ptxas note that it serialised them (C7515), no spills, within
+    the H100's shared memory at the module's stages."""
+    report = offline_build(_COMPILE, *[bm, bh, a_m_major, b_k_major, has_d])
+    assert f"HGMMA.64x{bm}x16" in report["mma"] and f"HGMMA.64x{bh}x16" in report["mma"], report
     assert "HMMA" not in report["mma"].replace("HGMMA", ""), report
     assert "C7515" not in report["warnings"], report
     assert report["spill_stores"] == 0 and report["spill_loads"] == 0, report
@@ -196,15 +205,16 @@ def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(bh, a_m_major,
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_library_calls_of_short_prefills_run_tall(dtype):
     """linear (bias and activation) of 144 and 160 rows against 16384- and 11008-wide
-    weights and of 192 rows against a 4096 x 11008 one (in K slices), matmul and addmm (out=, a bias row) take the tall kernel on Hopper with 132
-    SMs (addmm with a matrix D the persistent kernel) and match float64; NaN-poisoned
+    weights, of 192 rows against a 4096 x 11008 one (in K slices) and of 96 rows against an
+    11008-wide one, matmul and addmm (out=, a bias row) take the tall kernel on Hopper with
+    132 SMs (addmm with a matrix D the persistent kernel) and match float64; NaN-poisoned
     outputs."""
     if not hopper(torch.device("cuda")):
         pytest.skip("kernels/tall.py needs Hopper (sm_90)")
     if torch.cuda.get_device_properties(0).multi_processor_count != 132:
         pytest.skip("the rule's shapes are set for 132 SMs")
     for m, n, k, slices in ((144, 16384, 2048, ""), (160, 11008, 2048, ""),
-                            (192, 4096, 11008, "_k4")):
+                            (192, 4096, 11008, "_k4"), (96, 11008, 2048, "")):
         x, w = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype)
         bias = randn(n, dtype=dtype)
         y = triton_gemm.linear(x, w, bias, activation="gelu")
@@ -232,7 +242,8 @@ def test_the_probe_reads_its_tiles():
 
 def test_tall_supports_only_rows_its_tile_holds():
     """supports(): kernels/wide.py's operand rules, and 129-192 rows."""
-    for m, ok in ((128, False), (129, True), (192, True), (193, False)):
+    for m, ok in ((64, False), (65, True), (96, True), (97, False), (128, False), (129, True),
+                  (192, True), (193, False)):
         a = torch.empty(m, 64, dtype=torch.float16)
         b = torch.empty(64, 64, dtype=torch.float16)
         assert tall.supports(a, b, a.new_empty(m, 64)) == (ok and tall.INTERPRETER), m

@@ -82,12 +82,12 @@ persistent TMA kernel (kernels/persistent.py) when its alignment rules hold afte
 as do 16-bit mid-M products (65..256 rows against a large weight), and tf32 ones against a K-major
 weight, on its small tiles, as do aligned 16-bit and tf32 products of 64 tiles up to half
 the SMs (SMALL_WAVE), and 16-bit ones whose output fills waves of 128x192 tiles
-better than of the persistent tiles on kernels/wide.py (WIDE), and 16-bit ones of 129-192
-rows whose 128-column strips fill the SMs on kernels/tall.py (TALL); 16-bit, tf32 and tf32x3
-single products of fewer tiles over a
-long K run in K slices of 128x128 TMA tiles (kernels/sliced.py, SLICED); batches of 16-bit
-and tf32 products run on the batched persistent TMA kernel (kernels/batched.py, BATCHED);
-the rest run on the plain tiled kernel (kernels/matmul.py).
+better than of the persistent tiles on kernels/wide.py (WIDE), and 16-bit ones of 65-96 and
+129-192 rows whose 128-column strips fill the SMs on kernels/tall.py (TALL); 16-bit, tf32
+and tf32x3 single products of fewer tiles over a long K run in K slices of 128x128 TMA
+tiles (kernels/sliced.py, SLICED); batches of 16-bit and tf32 products run on the batched
+persistent TMA kernel (kernels/batched.py, BATCHED); the rest run on the plain tiled kernel
+(kernels/matmul.py).
 """
 
 from __future__ import annotations
@@ -317,28 +317,35 @@ WIDE_MIN_GAIN = 1.2
 # beat these: 144x16384x4096 (128 tiles, one wave) 68.1 / 71.1 / 55.0 (40.1); 192x28672x8192
 # (224, 0.85) 183.5 / 210 / 186.9 (148-154); both now run kernels/tall.py (TALL).
 MID_SHORT_MAX_M = 192
-# Before that rule: 16-bit rows of a short prefill (tall.BM < M <= tall.MAX_M) run
+# Before that rule: 16-bit rows of a short prefill (65-96 and 129-192: tall.parts) run
 # kernels/tall.py's tiles (all the rows, 128 columns: the weight read once; with fewer tiles
 # than SMs, in K slices, tall.slices) where those tiles and slices fill half a wave of SMs
-# or more, and where their lower part is 64 rows tall, TALL_MIN_FILL of their waves. perf/tall_probe.py, H200, fp16 nt, CUDA-graph time after an L2 flush, us, the
-# tall tiles / the plan before (cuBLAS): 144x16384x4096 41.4 / 54.8 large (40.0),
+# or more, and where their lower part is 64 rows tall, TALL_MIN_FILL of their waves.
+# perf/tall_probe.py, H200, fp16 nt, CUDA-graph time after an L2 flush, us, the tall tiles /
+# the plan before (cuBLAS): 144x16384x4096 41.4 / 54.8 large (40.0),
 # 136x28672x8192 144.4 / 191.7 large (121.2), 192x28672x8192 162.5 / 187.6 large (152.7),
 # 144x11008x4096 37.4 / 44.5 mid (30.3), 160x11008x4096 36.2 / 37.4 mid (31.8). Losing: the
 # 64-row lower part where its 86 tiles fill 0.65 of a wave, 192x11008x4096 37.9 / 34.6 mid
 # (31.7), 176x11008x2048 22.8 / 20.7 (18.8); 32 tiles, 160x4096x4096 35.4 / 20.1 (22.0). In
 # K slices (same probe, the mid tiles before): 144x8192x28672 137.4 / 203.0 (132.0),
 # 160x8192x28672 141.7 / 193.8 (133.1), 192x8192x28672 158.4 / 194.4 (151.6),
-# 144x4096x11008 33.8 / 43.2 (34.8), 192x4096x11008 37.3 / 39.9 (50.0).
+# 144x4096x11008 33.8 / 43.2 (34.8), 192x4096x11008 37.3 / 39.9 (50.0). 65-96 rows (64 + 16
+# or 32: the plan before it ran 64- or 128-row mid tiles), same probe, one process, tall /
+# before (cuBLAS): 72x11008x4096 30.0 / 42.4 (27.9), 80x11008x4096 30.2 / 35.7 (27.6),
+# 96x11008x4096 30.5 / 34.8 (27.6), 88x16384x4096 39.6 / 44.1 (37.4), 96x16384x4096 40.9 /
+# 43.8 (38.8), 96x28672x8192 123.6 / 131.6 (122.2), 96x8192x28672 122.7 / 133.2 (129.7),
+# 96x4096x11008 32.3 / 44.7 (31.9).
 TALL = True
 TALL_MIN_FILL = configs.WIDE_MIN_FILL
 
 
 def _tall_fills(m: int, n: int, k: int, sms: int) -> bool:
     """Whether an (m, n, k) product takes kernels/tall.py's tiles (see TALL)."""
-    if not _tall.BM < m <= _tall.MAX_M:
+    parts = _tall.parts(m)
+    if parts is None:
         return False
     items = _tall.tiles(m, n) * _tall.slices(m, n, k, sms)
-    return 2 * items >= sms and (_tall.lower_height(m) < _tall.LOWER_HEIGHTS[-1]
+    return 2 * items >= sms and (parts[1] < _tall.LOWER_HEIGHTS[-1]
                                  or configs.wave_fill(items, sms) >= TALL_MIN_FILL)
 
 
@@ -639,7 +646,7 @@ class Plan(NamedTuple):
                           # else the plain kernel
     wide: bool = False  # 16-bit persistent: kernels/wide.py's 128x192 tiles (WIDE), where
                         # it can take the call; else the persistent kernel
-    tall: bool = False  # 16-bit persistent: kernels/tall.py's 144- to 192-row tiles (TALL),
+    tall: bool = False  # 16-bit persistent: kernels/tall.py's 80- to 192-row tiles (TALL),
                         # where it can take the call; else the persistent kernel
     mid_tiles: bool = False  # persistent: tune over the mid-M tiles whatever the rows
                              # (SMALL_WAVE)

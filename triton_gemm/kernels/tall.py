@@ -1,17 +1,19 @@
-"""Persistent TMA GEMM in tiles 144, 160 or 192 rows tall for 16-bit products on Hopper
-(fp16, bf16): a height that is not a power of two, as two accumulators stacked (128 rows and
-16, 32 or 64) over one B tile, A read as two TMA boxes a K step. kernels/wide.py's two-part
-tile, turned on its side, and each part computed transposed (C^T = B^T A^T) so its rows are
-wgmma's N, which takes 16 and 32 rows without padding them to a warpgroup's 64.
+"""Persistent TMA GEMM in tiles 80, 96, 144, 160 or 192 rows tall for 16-bit products on
+Hopper (fp16, bf16): a height that is not a power of two, as two accumulators stacked (64 or
+128 rows, and 16, 32 or 64) over one B tile, A read as two TMA boxes a K step.
+kernels/wide.py's two-part tile, turned on its side, and each part computed transposed
+(C^T = B^T A^T) so its rows are wgmma's N, which takes 16 and 32 rows without padding them
+to a warpgroup's 64.
 
-Why: 129-192 rows (a short prefill against a transformer's weight) pad 128-row tiles to 256
-rows, and the tiles that ran them either computed the padding (128x256: 1.8x the work at 144
-rows) or read the weight from L2 once per 64-row tile (the mid tiles: three times). Here
-every program holds all the rows for 128 columns of the weight: the weight is read once and
-at most 15 rows (31 past 144, 63 past 160) are padding. cuBLAS does the same with wgmma N
-of any multiple of 8 (perf/cublas_kernels.py: nvjet_sm90_hsh_128x144_64x6_2x1 at
-144x16384x4096 nt, 128x160 at 160x11008x4096, 128x192 at 192x28672x8192). The dispatch
-rule and the probe's figures: dispatch.TALL.
+Why: 65-96 and 129-192 rows (a short prefill against a transformer's weight) pad 64- and
+128-row tiles, and the tiles that ran them either computed the padding (128x256: 1.8x the
+work at 144 rows) or read the weight from L2 once per 64-row tile (the mid tiles: three
+times at 144 rows). Here every program holds all the rows for 128 columns of the weight:
+the weight is read once and at most 15 rows (31 past 80 or 144, 63 past 160) are padding.
+Outputs of fewer tiles than SMs run in K slices (slices()). cuBLAS does the same with
+wgmma N of any multiple of 8 (perf/cublas_kernels.py: nvjet_sm90_hsh_128x144_64x6_2x1 at
+144x16384x4096 nt, 128x160 at 160x11008x4096, 128x192 at 192x28672x8192, 128x96 at
+96x11008x4096). The dispatch rule and the probe's figures: dispatch.TALL.
 """
 
 from __future__ import annotations
@@ -35,24 +37,33 @@ from .splitk import reduce
 # 37.5 / 46.0, 192x28672x8192 (5 stages do not fit) 162.5 / 187.8; on 8 warps in 4 stages
 # 44.5, 40.2 and 173.1; 64 columns in 6 stages 49.0, 47.5, 189.1; 256 on 8 warps in 3
 # stages 65.4 at 144x16384x4096 (64 tiles), 142.7 at 136x28672x8192 (144.4 on 128x64x5).
-BM, BN, BK, WARPS, GROUP_M = 128, 128, 64, 4, 8
-# The lower part's heights (wgmma's N in the powers of two triton's blocks take), and the
-# stages that fit shared memory beside the C tiles' buffers at each.
+BN, BK, WARPS, GROUP_M = 128, 64, 4, 8
+# The parts' heights: upper (a warpgroup's 64 or two) and lower (wgmma's N in the powers of
+# two triton's blocks take, shorter than the upper part: 64 + 64 is a plain 128-row tile).
+UPPER_HEIGHTS = (64, 128)
 LOWER_HEIGHTS = (16, 32, 64)
-STAGES = {16: 5, 32: 5, 64: 4}
+# Stages that fit shared memory beside the C tiles' buffers, by tile height (80 and 96: same
+# probe, 7 / 6 / 5 stages, 96x11008x4096 29.4 / 30.1 / 31.8, 96x28672x8192 130.0 / 127.7 /
+# 126.9, 96x16384x4096 40.9 / 41.0 / 40.6).
+STAGES = {80: 6, 96: 6, 144: 5, 160: 5, 192: 4}
 # Outputs of fewer tiles than SMs run in K slices no shallower than this. perf/tall_probe.py,
 # H200, fp16 nt, graph us, the library's mid tiles / tall tiles in K slices (cuBLAS):
 # 144x4096x11008 in 4 slices of 2752 43.2 / 33.8 (34.8), 144x8192x28672 in 2 203.0 / 137.4
 # (132.0); 144x4096x4096 in 3 of 1365 19.6 / 21.6 (17.7), where 2048 leaves it in 2 slices
 # (64 tiles, under half a wave: dispatch.TALL keeps the mid tiles).
 MIN_SLICE_K = 2048
-MAX_M = BM + LOWER_HEIGHTS[-1]
+MAX_M = UPPER_HEIGHTS[-1] + LOWER_HEIGHTS[-1]
 
 
-def lower_height(m: int) -> int:
-    """The lower part's rows for an output of m rows, BM < m <= MAX_M: the fewest that
-    cover them."""
-    return next(h for h in LOWER_HEIGHTS if BM + h >= m)
+def parts(m: int) -> tuple[int, int] | None:
+    """(upper, lower) rows of the tile for an output of m rows, the fewest that cover them:
+    65-96 rows as 64 + 16 or 32, 129-192 as 128 + 16, 32 or 64; None for other counts
+    (97-128 rows fill a plain 128-row tile)."""
+    for upper in UPPER_HEIGHTS:
+        for lower in LOWER_HEIGHTS:
+            if lower < upper and upper < m <= upper + lower:
+                return upper, lower
+    return None
 
 
 @triton.jit
@@ -123,9 +134,9 @@ def _store_part(part_ptr, acc_t, off_m, off_n, M, N, ROWS: tl.constexpr, BN: tl.
 def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
              d: torch.Tensor | None = None) -> bool:
     """Whether 2-D a (M, K), b (K, N) and out (M, N) can run here with epilogue input d:
-    BM < M <= MAX_M, and the operands kernels/wide.py takes (16-bit, Hopper or the
-    interpreter, TMA-readable, A's rows on 32-byte sectors, no matrix D)."""
-    return BM < a.shape[0] <= MAX_M and _wide.supports(a, b, out, d)
+    rows parts() gives a tile, and the operands kernels/wide.py takes (16-bit, Hopper or
+    the interpreter, TMA-readable, A's rows on 32-byte sectors, no matrix D)."""
+    return parts(a.shape[0]) is not None and _wide.supports(a, b, out, d)
 
 
 def slices(m: int, n: int, k: int, sms: int) -> int:
@@ -136,7 +147,7 @@ def slices(m: int, n: int, k: int, sms: int) -> int:
 
 
 def tiles(m: int, n: int, bn: int = BN) -> int:
-    """The tiles of an m x n output (BM < m <= MAX_M: one row of them)."""
+    """The tiles of an m x n output (rows parts() takes: one row of them)."""
     return cdiv(n, bn)
 
 
@@ -150,28 +161,28 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     probes (default the module's). Returns out."""
     m, k = a.shape
     n = b.shape[1]
-    if not BM < m <= MAX_M:
-        raise ValueError(f"tall.matmul_2d: a has {m} rows; the kernel takes {BM + 1} to "
-                         f"{MAX_M} (check supports() first)")
+    if parts(m) is None:
+        raise ValueError(f"tall.matmul_2d: a has {m} rows; the kernel takes 65-96 or "
+                         f"129-{MAX_M} (check supports() first)")
     if out.numel() == 0:
         return out
-    bh = lower_height(m)
-    bn, bk, warps, stages = (tile or (BN, BK, WARPS, STAGES[bh]))[:4]
+    bm, bh = parts(m)
+    bn, bk, warps, stages = (tile or (BN, BK, WARPS, STAGES[bm + bh]))[:4]
     has_d, d = epilogue_input(d, beta, out)
     c_tma = _tma_ok(out, out.stride(0))
     a_m_major, b_k_major = _a_m_major(a), _b_k_major(b)
     shapes = {"BN": bn, "BK": bk, "A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
               "EPILOGUE_SUBTILE": False}
-    # Two sets of descriptors: the upper part's boxes BM rows tall, the lower part's bh.
+    # Two sets of descriptors: the upper part's boxes bm rows tall, the lower part's bh.
     descs = tma_descriptors(a, b, out, c_tma)
-    set_block_shapes(descs, {"BM": BM, **shapes})
+    set_block_shapes(descs, {"BM": bm, **shapes})
     lower = tma_descriptors(a, b, out, c_tma)
     set_block_shapes(lower, {"BM": bh, **shapes})
     split = slices(m, n, k, sms) if tile is None else tile[4] if len(tile) > 4 else 1
     steps = cdiv(cdiv(k, split), bk)
     split = cdiv(k, steps * bk)  # every slice non-empty
     if split == 1:
-        grid, work, steps = programs(BM + bh, bn, m, n, sms, half_tail=False), None, 0
+        grid, work, steps = programs(bm + bh, bn, m, n, sms, half_tail=False), None, 0
     else:
         grid, work = tiles(m, n, bn) * split, workspace((split, m, n), torch.float32, a.device)
     run_kernel(_tall_kernel, (grid,),
@@ -179,11 +190,11 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                 out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta), steps),
                {"HAS_D": has_d, "D_ROW": _d_row(has_d, d), "A_M_MAJOR": a_m_major,
                 "B_K_MAJOR": b_k_major, "UPCAST": INTERPRETER and a.dtype == torch.bfloat16,
-                "ACTIVATION": activation, "C_TMA": c_tma, "BM": BM, "BH": bh, "BN": bn,
+                "ACTIVATION": activation, "C_TMA": c_tma, "BM": bm, "BH": bh, "BN": bn,
                 "BK": bk, "GROUP_M": GROUP_M, "SLICES": split, "num_warps": warps,
                 "num_stages": stages, **dependent_meta(a.device)})
     if split > 1:
         reduce(work, split, out, d, alpha=alpha, beta=beta, activation=activation)
-    record(triton.Config({"TALL": True, "BM": BM + bh, "BN": bn, "BK": bk, "SPLIT": split},
+    record(triton.Config({"TALL": True, "BM": bm + bh, "BN": bn, "BK": bk, "SPLIT": split},
                          num_warps=warps, num_stages=stages), "tall")
     return out
