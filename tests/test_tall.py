@@ -153,7 +153,7 @@ from pathlib import Path
 sys.path.insert(0, '.')
 from perf import sass_audit
 from triton_gemm.kernels import tall as t
-bm, bh, a_m_major, b_k_major, has_d = json.loads(sys.argv[1])
+bm, bh, a_m_major, b_k_major, has_d, slices = json.loads(sys.argv[1])
 def a_box(rows):
     return [t.BK, rows] if a_m_major else [rows, t.BK]
 b_box = [t.BN, t.BK] if b_k_major else [t.BK, t.BN]
@@ -165,7 +165,7 @@ sig = {"a_desc": f"tensordesc<fp16{a_box(bm)}>", "b_desc": f"tensordesc<fp16{b_b
        "K_SLICE_STEPS": "i32"}
 const = {"HAS_D": has_d, "D_ROW": has_d, "A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
          "UPCAST": False, "ACTIVATION": 0, "C_TMA": True, "BM": bm, "BH": bh, "BN": t.BN,
-         "BK": t.BK, "GROUP_M": t.GROUP_M, "SLICES": 1, "DEPENDENT": True, "stride_dm": 0,
+         "BK": t.BK, "GROUP_M": t.GROUP_M, "SLICES": slices, "DEPENDENT": True, "stride_dm": 0,
          "stride_dn": 1}
 kernel = sass_audit._compile(t._tall_kernel, sig, const,
                              ["c_ptr", "d_ptr", "M", "N", "K", "stride_cm"], t.WARPS,
@@ -176,23 +176,26 @@ with tempfile.TemporaryDirectory() as tmp:
 print(json.dumps({"shared": kernel.metadata.shared, "mma": mma, **report}))
 """
 
-_BUILDS = ([(128, bh, False, True, False) for bh in tall.LOWER_HEIGHTS]
-           + [(64, bh, False, True, False) for bh in (16, 32)]
-           + [(128, 16, True, False, False), (128, 64, True, True, False),
-              (128, 64, False, True, True), (64, 32, True, False, False)])
+_BUILDS = ([(128, bh, False, True, False, 1) for bh in tall.LOWER_HEIGHTS]
+           + [(64, bh, False, True, False, 1) for bh in (16, 32)]
+           + [(128, 16, True, False, False, 1), (128, 64, True, True, False, 1),
+              (128, 64, False, True, True, 1), (64, 32, True, False, False, 1),
+              (128, 64, False, True, False, 2), (64, 32, False, True, False, 2)])
 
 
-@pytest.mark.parametrize("bm,bh,a_m_major,b_k_major,has_d", _BUILDS,
+@pytest.mark.parametrize("bm,bh,a_m_major,b_k_major,has_d,slices", _BUILDS,
                          ids=[f"{bm}+{bh}-{'a_col' if am else 'a_row'}-"
                               f"{'b_col' if bk else 'b_row'}{'-bias' if d else ''}"
-                              for bm, bh, am, bk, d in _BUILDS])
+                              f"{'-sliced' if sl > 1 else ''}"
+                              for bm, bh, am, bk, d, sl in _BUILDS])
 def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(bm, bh, a_m_major,
-                                                                  b_k_major, has_d):
-    """Offline for sm_90a, each tile height, operand layouts and a bias row (D_ROW): HGMMA
-    64x(upper height) and 64x(lower height), the parts' rows as wgmma's N (not HMMA, no
-    padding to 64 rows), no ptxas note that it serialised them (C7515), no spills, within
-    the H100's shared memory at the module's stages."""
-    report = offline_build(_COMPILE, *[bm, bh, a_m_major, b_k_major, has_d])
+                                                                  b_k_major, has_d, slices):
+    """Offline for sm_90a, each tile height, operand layouts, a bias row (D_ROW) and K
+    slices (fp32 partials stored by pointers): HGMMA 64x(upper height) and 64x(lower
+    height), the parts' rows as wgmma's N (not HMMA, no padding to 64 rows), no ptxas note
+    that it serialised them (C7515), no spills, within the H100's shared memory at the
+    module's stages."""
+    report = offline_build(_COMPILE, *[bm, bh, a_m_major, b_k_major, has_d, slices])
     assert f"HGMMA.64x{bm}x16" in report["mma"] and f"HGMMA.64x{bh}x16" in report["mma"], report
     assert "HMMA" not in report["mma"].replace("HGMMA", ""), report
     assert "C7515" not in report["warnings"], report
