@@ -32,8 +32,8 @@ from .splitk import reduce
 
 # The tile: (BM + BH) x BN, BK deep; GROUP_M as configs.GROUP_M. 4 warps issue both parts'
 # wgmmas (at BH = 64, 192 x 128 fp32: 192 registers a thread, as wide.py's tile).
-# perf/tall_probe.py, H200, fp16 nt, CUDA-graph time after the L2 flush, us, 128x64 tiles on
-# 4 warps in 5 / 4 / 3 stages: 144x16384x4096 41.4 / 43.7 / 50.5, 160x11008x4096 36.2 /
+# perf/tall_probe.py, H200, fp16 nt, CUDA-graph time after the L2 flush, us, 128 columns
+# (BK 64) on 4 warps in 5 / 4 / 3 stages: 144x16384x4096 41.4 / 43.7 / 50.5, 160x11008x4096 36.2 /
 # 37.5 / 46.0, 192x28672x8192 (5 stages do not fit) 162.5 / 187.8; on 8 warps in 4 stages
 # 44.5, 40.2 and 173.1; 64 columns in 6 stages 49.0, 47.5, 189.1; 256 on 8 warps in 3
 # stages 65.4 at 144x16384x4096 (64 tiles), 142.7 at 136x28672x8192 (144.4 on 128x64x5).
