@@ -334,7 +334,11 @@ MID_SHORT_MAX_M = 192
 # before (cuBLAS): 72x11008x4096 30.0 / 42.4 (27.9), 80x11008x4096 30.2 / 35.7 (27.6),
 # 96x11008x4096 30.5 / 34.8 (27.6), 88x16384x4096 39.6 / 44.1 (37.4), 96x16384x4096 40.9 /
 # 43.8 (38.8), 96x28672x8192 123.6 / 131.6 (122.2), 96x8192x28672 122.7 / 133.2 (129.7),
-# 96x4096x11008 32.3 / 44.7 (31.9).
+# 96x4096x11008 32.3 / 44.7 (31.9); 144x8192x4096 (2 slices) 29.1 / 34.1 (25.8). Under half a
+# wave (4096x4096 weights: 32 tiles in 2 slices of 2048), where the rule keeps the mid
+# tiles, the tall ones lost at 96-192 rows: 96 21.2 / 20.7 (19.6), 144 25.3 / 19.9 (17.8),
+# 160 25.8 / 19.6 (22.2), 192 26.8 / 19.2 (20.4); they won at 72 rows, 20.6 / 24.7 (15.8),
+# left so (one shape).
 TALL = True
 TALL_MIN_FILL = configs.WIDE_MIN_FILL
 
