@@ -9,7 +9,7 @@ Why: 65-96 and 129-192 rows (a short prefill against a transformer's weight) pad
 128-row tiles, and the tiles that ran them either computed the padding (128x256: 1.8x the
 work at 144 rows) or read the weight from L2 once per 64-row tile (the mid tiles: three
 times at 144 rows). Here every program holds all the rows for 128 columns of the weight:
-the weight is read once and at most 15 rows (31 past 80 or 144, 63 past 160) are padding.
+the weight is read once and at most 15 rows are padding (31 past 160).
 Outputs of fewer tiles than SMs run in K slices (slices()). cuBLAS does the same with
 wgmma N of any multiple of 8 (perf/cublas_kernels.py: nvjet_sm90_hsh_128x144_64x6_2x1 at
 144x16384x4096 nt, 128x160 at 160x11008x4096, 128x192 at 192x28672x8192, 128x96 at
