@@ -883,7 +883,7 @@ def config_name(config: triton.Config, family: str) -> str:
         return f"b_{kw['BM']}x{kw['BN']}x{kw['BK']}_w{config.num_warps}"
     if kw.get("WIDE"):  # kernels/wide.py: one fixed tile, 128x192
         return f"w_{kw['BM']}x{kw['BN']}x{kw['BK']}"
-    if kw.get("TALL"):  # kernels/tall.py: 144- to 192-row tiles, warps and stages after,
+    if kw.get("TALL"):  # kernels/tall.py: 80- to 192-row tiles, warps and stages after,
         # then its K slices where more than one
         split = f"_k{kw['SPLIT']}" if kw.get("SPLIT", 1) > 1 else ""
         return (f"t_{kw['BM']}x{kw['BN']}x{kw['BK']}_w{config.num_warps}"

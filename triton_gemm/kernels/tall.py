@@ -161,12 +161,13 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     probes (default the module's). Returns out."""
     m, k = a.shape
     n = b.shape[1]
-    if parts(m) is None:
+    tile_parts = parts(m)
+    if tile_parts is None:
         raise ValueError(f"tall.matmul_2d: a has {m} rows; the kernel takes 65-96 or "
                          f"129-{MAX_M} (check supports() first)")
     if out.numel() == 0:
         return out
-    bm, bh = parts(m)
+    bm, bh = tile_parts
     bn, bk, warps, stages = (tile or (BN, BK, WARPS, STAGES[bm + bh]))[:4]
     has_d, d = epilogue_input(d, beta, out)
     c_tma = _tma_ok(out, out.stride(0))
