@@ -67,6 +67,14 @@ from .persistent import TMA_ALIGN_BYTES, programs, tile_origin
 # specialised): fp16 8 x 2048^3 204.1 / 206.3,
 # 32 x 2048x2048x128 nt 114.8 / 178.6 (the next tile's loads no longer overlap this one's
 # store), 4 x 4096^3 nt 828.5 / 849.4; tf32 8 x 2048^3 nt 390.5 / 396.1.
+# What costs 32 x 1000^3 its 13% (fifty-sixth session, H200, same probe, 128x256 tiles as
+# WIDE, us (cuBLAS)): 1024^3 110.1 (109.3); M = 1000 109.9 (107.7); K = 1000 (A's rows 2000
+# bytes) 114.5 (112.0); N = 1000 123.4 (114.1) nn but 111.9 (110.9) nt: B read N-major in
+# rows of 2000 bytes (a box's 128-byte rows then straddle two 128-byte lines, the likely
+# cost), not C's stores (C in halves or whole: 123.4 / 123.5); all three 134.6 (117.8), nt
+# 128.2 (117.7).
+# Other tiles at 1000^3 nn: 128x256 in 4 stages 144.1, 256x128 in 3 / 4 148.7 / 142.7,
+# 128x128 on 8 warps 182.3, 128x256x32 in 6 165.5; kernels/pingpong.py 191.4.
 WIDE = (128, 256, 64, 8, 3, True)
 NARROW = (128, 128, 64, 4, 4, False)
 TALL = (256, 128, 64, 8, 4, True)

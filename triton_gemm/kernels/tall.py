@@ -37,6 +37,10 @@ from .splitk import reduce
 # 37.5 / 46.0, 192x28672x8192 (5 stages do not fit) 162.5 / 187.8; on 8 warps in 4 stages
 # 44.5, 40.2 and 173.1; 64 columns in 6 stages 49.0, 47.5, 189.1; 256 on 8 warps in 3
 # stages 65.4 at 144x16384x4096 (64 tiles), 142.7 at 136x28672x8192 (144.4 on 128x64x5).
+# BK 128 (fifty-sixth session, same probe, us, against BK 64 as above): 3 stages 33.3 against
+# 30.5 at 96x11008x4096 (at 144 rows 3 stages do not fit), 2 stages 55.1-261.0 (1.6-1.8x);
+# 64 columns by 128 deep in 4 stages 42.0 against 37.0 at 144x11008x4096, 170.0 / 151.2 at
+# 144x28672x8192.
 BN, BK, WARPS, GROUP_M = 128, 64, 4, 8
 # The parts' heights: upper (a warpgroup's 64 or two) and lower (wgmma's N in the powers of
 # two triton's blocks take, shorter than the upper part: 64 + 64 is a plain 128-row tile).
@@ -51,6 +55,15 @@ STAGES = {80: 6, 96: 6, 144: 5, 160: 5, 192: 4}
 # 144x4096x11008 in 4 slices of 2752 43.2 / 33.8 (34.8), 144x8192x28672 in 2 203.0 / 137.4
 # (132.0); 144x4096x4096 in 3 of 1365 19.6 / 21.6 (17.7), where 2048 leaves it in 2 slices
 # (64 tiles, under half a wave: dispatch.TALL keeps the mid tiles).
+# Outputs of 86 tiles (11008 columns) stay in one slice though 132 SMs hold more: each
+# program reads its 1 MB of the weight and all of A (1.2 MB at 144 rows), about 55-60 GB/s
+# of operands an SM, and K slices spread the same total of A reads over more programs, each
+# paying its pipeline's fill and its fp32 partial (fifty-sixth session, H200, fp16 nt, graph
+# us (cuBLAS): 144x11008x4096 in 1 slice 37.2, in 3 44.4, their kernel alone 38.7 and
+# splitk.reduce alone 9.8 (31.2); 96x11008x4096 30.4 / 39.7 (27.6); 144x28672x8192 in 4
+# slices 187.6 against 158.6 (128.3)). cuBLAS runs these in 2-CTA clusters (nvjet_..._2x1),
+# where TMA multicast can read A once for both tiles; triton 3.6 has no TMA multicast on
+# sm_90 (its lowering: "NYI: Support multicast").
 MIN_SLICE_K = 2048
 MAX_M = UPPER_HEIGHTS[-1] + LOWER_HEIGHTS[-1]
 
