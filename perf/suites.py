@@ -69,10 +69,11 @@ SUITES = {
             Case(1536, 1536, 4096), Case(1024, 4096, 4096), Case(4096, 256, 8192)),
     # Large outputs over a short K (a model of hidden size 128-1024, a low-rank adapter's
     # up-projection, or a K-sliced layer): each tile's epilogue weighs against few K steps
-    # (16-bit ones run ping-pong: dispatch.PINGPONG).
+    # (16-bit ones run ping-pong: dispatch.PINGPONG; K = 64, an adapter of rank 64, on fast
+    # memory only: PINGPONG_FAST_MEMORY_MIN_K).
     "shortk": (Case(4096, 4096, 1024, "nt"), Case(8192, 8192, 1024, "nt"),
                Case(8192, 4096, 512), Case(8192, 8192, 256, "nt"), Case(4096, 4096, 256),
-               Case(8192, 8192, 128, "nt")),
+               Case(8192, 8192, 128, "nt"), Case(8192, 8192, 64, "nt")),
 }
 
 # --quick: a few shapes that still show the ladder, every precision, and an odd size.

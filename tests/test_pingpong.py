@@ -69,18 +69,40 @@ def test_products_outside_the_window_keep_their_plans(case, why):
 def test_batches_over_k_128_take_it_on_fast_memory_only():
     """PINGPONG_FAST_MEMORY_BATCHED_MIN_K: batches over K = 128 plan it from
     FAST_MEMORY_GBPS of DRAM bandwidth (the lent H200 reads 4814) and not below
-    it (an H100's 3352, or unknown); K = 64 stays out, and single products do not depend
-    on it."""
+    it (an H100's 3352, or unknown); single products over K = 128 do not depend on it."""
     fast, slow = 4814.0, 3352.0
     for dtype, precision in ((torch.float16, "half"), (torch.float32, "tf32")):
         for case in ((32, 2048, 2048, 128, "nt"), (8, 4096, 4096, 128, "nt")):
             assert _plan(*case, dtype, precision, fast).pingpong, (case, precision)
             assert not _plan(*case, dtype, precision, slow).pingpong, (case, precision)
             assert not _plan(*case, dtype, precision).pingpong, (case, precision)
-        assert not _plan(16, 2048, 2048, 64, "nt", dtype, precision, fast).pingpong
     for gbps in (fast, slow, None):
         assert _plan(1, 8192, 8192, 128, "nt", dram_gbps=gbps).pingpong
-        assert not _plan(1, 8192, 8192, 64, "nt", dram_gbps=gbps).pingpong
+
+
+@pytest.mark.parametrize("case,dtype,precision,taken", [
+    ((1, 8192, 8192, 64, "nt"), torch.float16, "half", True),  # C 128 MB, 31 tiles an SM
+    ((1, 4096, 4096, 64, "nn"), torch.float16, "half", True),  # 7.8 tiles an SM
+    ((1, 8192, 8192, 64, "tn"), torch.bfloat16, "half", True),
+    ((16, 1024, 1024, 64, "tt"), torch.float16, "half", True),
+    ((4, 4096, 4096, 64, "nt"), torch.float16, "half", True),  # C of exactly 128 MB
+    ((1, 4096, 4096, 64, "nt"), torch.float32, "tf32", True),  # C 64 MB at fp32
+    ((1, 8192, 8200, 64, "nt"), torch.float16, "half", False),  # C past 128 MB
+    ((32, 2048, 2048, 64, "nt"), torch.float16, "half", False),  # 256 MB
+    ((1, 8192, 8192, 64, "nt"), torch.float32, "tf32", False),  # 256 MB at fp32
+    ((1, 2048, 2048, 64, "nt"), torch.float16, "half", False),  # 1.9 tiles an SM
+    ((64, 512, 384, 64, "nt"), torch.float16, "half", False),  # 5.8
+    ((1, 3840, 3968, 64, "nt"), torch.float16, "half", True),  # 930 tiles: 7 * 132 = 924
+    ((1, 3840, 3840, 64, "nt"), torch.float16, "half", False),  # 900
+    ((1, 8192, 8192, 32, "nt"), torch.float16, "half", False),  # K under 64 (A's rows 64
+])                                                              # bytes too)
+def test_k_64_takes_it_on_fast_memory_within_its_limits(case, dtype, precision, taken):
+    """PINGPONG_FAST_MEMORY_MIN_K: on fast memory K = 64 plans it where C has
+    PINGPONG_SHORT_K_MIN_TILES_PER_SM tiles an SM and at most PINGPONG_SHORT_K_MAX_C_BYTES;
+    on slow or unknown memory never."""
+    assert _plan(*case, dtype, precision, 4814.0).pingpong == taken, case
+    assert not _plan(*case, dtype, precision, 3352.0).pingpong, case
+    assert not _plan(*case, dtype, precision).pingpong, case
 
 
 def test_tf32_plans_it_only_for_k_major_operands(monkeypatch):
@@ -342,7 +364,8 @@ def test_the_api_runs_the_window_down_to_its_short_ends(dtype, precision):
     """The lower ends of the window (PINGPONG_MIN_K single, PINGPONG_BATCHED_MIN_K batched)
     through the API: mm over K = 128 (two 64-deep steps at 16 bits, four at tf32) on 288
     tiles, bmm over K = 256 here (512 tiles), a batch over K = 128 elsewhere; all against
-    float64 (a batch over K = 128 takes it on fast memory: FAST_MEMORY_GBPS)."""
+    float64 (a batch over K = 128 takes it on fast memory: FAST_MEMORY_GBPS, and so do
+    linear and bmm over K = 64)."""
     if not _hopper():
         pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
     bk = pingpong.tile_for(dtype)[2]
@@ -362,4 +385,16 @@ def test_the_api_runs_the_window_down_to_its_short_ends(dtype, precision):
     fast = persistent.dram_gbps(a.device) >= dispatch.FAST_MEMORY_GBPS
     assert last_config().startswith("pp") == fast, (last_config(), fast)
     assert_close(y, a.double() @ b.double(), dtype, precision, "bmm, K = 128",
+                 operands=(a[0], b[0]))
+    # K = 64, one K step, on fast memory (PINGPONG_FAST_MEMORY_MIN_K): 1024 tiles each.
+    k = dispatch.PINGPONG_FAST_MEMORY_MIN_K
+    x, w = randn(4096, k, dtype=dtype), randn(4096, k, dtype=dtype)
+    y = triton_gemm.linear(x, w, precision=precision)
+    assert last_config().startswith("pp") == fast, (last_config(), fast)
+    assert_close(y, x.double() @ w.double().T, dtype, precision, "linear, K = 64",
+                 operands=(x, w.T))
+    a, b = _batch(16, 1024, 1024, k, "nt", dtype)
+    y = triton_gemm.bmm(a, b, precision=precision)
+    assert last_config().startswith("pp") == fast, (last_config(), fast)
+    assert_close(y, a.double() @ b.double(), dtype, precision, "bmm, K = 64",
                  operands=(a[0], b[0]))

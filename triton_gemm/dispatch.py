@@ -424,7 +424,8 @@ REGISTER_FED_BATCHED = True
 # 16-bit products (and tf32 ones with both operands K-major, nt) over a K of
 # PINGPONG_MIN_K (batches: PINGPONG_BATCHED_MIN_K, on fast memory
 # PINGPONG_FAST_MEMORY_BATCHED_MIN_K)..PINGPONG_MAX_K with at least
-# PINGPONG_MIN_TILES_PER_SM 128x128 tiles an SM, every row on 128 bytes, run on
+# PINGPONG_MIN_TILES_PER_SM 128x128 tiles an SM (on fast memory also from
+# PINGPONG_FAST_MEMORY_MIN_K, with the PINGPONG_SHORT_K limits), every row on 128 bytes, run on
 # kernels/pingpong.py (two wgmma warpgroups taking turns: each tile's epilogue behind the
 # other's K loop) where run() finds an epilogue it takes (none, or a bias row: any alpha,
 # beta and activation; pingpong.bias_rows).
@@ -476,6 +477,25 @@ PINGPONG_BATCHED_MIN_K = 256
 # (181.1); through the library after this rule, 89.3 against 105.0 without it (88.2). On
 # the H100 (3352 GB/s) it lost by 3-4% (figures above).
 PINGPONG_FAST_MEMORY_BATCHED_MIN_K = 128
+# On fast memory, K = 64 too (one K step: the store is all but the whole tile), single
+# products and batches, where C has PINGPONG_SHORT_K_MIN_TILES_PER_SM 128x128 tiles an SM
+# and at most PINGPONG_SHORT_K_MAX_C_BYTES. Same probe, H200, fifty-sixth session, us,
+# ping-pong / the persistent or batched kernel (cuBLAS): fp16 nt 4096^2 x 64 15.1 / 15.7
+# (15.4), 8192^2 x 64 41.4 / 43.7 (44.6), 16384x4096x64 42.1 / 42.9 (44.4), nn 4096^2 x 64
+# 14.8 / 15.6 (15.0), tn 8192^2 x 64 41.1 / 44.0 (44.2); bf16 nt 8192^2 x 64 41.4 / 44.4
+# (44.5); tf32 nt 4096^2 x 64 23.8 / 26.7 (27.4); batches, fp16 nt 16 x 1024^2 x 64 15.1 /
+# 16.2 (15.1) (nn 15.0 / 16.4, tt 15.0 / 16.5, bf16 15.2 / 16.1), 8 x 2048^2 x 64 23.6 /
+# 25.6 (23.8), 4 x 4096^2 x 64 42.9 / 45.0 (43.7), 32 x 1024^2 x 64 25.2 / 25.8 (24.2),
+# 128 x 512^2 x 64 25.9 / 26.0 (26.0); tf32 16 x 1024^2 x 64 24.3 / 28.0 (27.1). Lost with
+# a C past 128 MB: fp16 65536x2048x64 83.2 / 80.2 (81.3), 32 x 2048^2 x 64 86.0 / 84.2
+# (84.1), tf32 32 x 2048^2 x 64 179.6 / 169.4 (160.2) (level: fp16 8 x 4096^2 x 64 83.6 /
+# 84.4 (83.7), tf32 8192^2 x 64 84.6 / 86.3 (91.8)); and on fewer tiles an SM: 2048^2 x 64
+# (1.9) 8.9 / 8.4 (8.3), 64 x 512x384x64 (5.8) 13.7 / 13.2 (13.5). The H100 not measured
+# at K = 64 but for fp16 16 x 1024^2 x 64 nt, level (above), so slower memory keeps its
+# plans.
+PINGPONG_FAST_MEMORY_MIN_K = 64
+PINGPONG_SHORT_K_MIN_TILES_PER_SM = 7
+PINGPONG_SHORT_K_MAX_C_BYTES = 128 << 20
 # Past 1024 (fiftieth session, same probe): level or a little ahead at 4096^2 (fp16 nt
 # K = 1536 73.2 / 75.0 (74.8), 2048 96.4 / 97.5 (97.3); tf32 nt 1536 146.2 / 147.6 (148.6)),
 # level at 8192^2 x 1536 nt (302.3 / 301.5) and 8 x 2048^2 x 1536 (150.9 / 150.2), behind at
@@ -709,9 +729,14 @@ def _pingpong_fits(a: torch.Tensor, b: torch.Tensor, sms: int, precision: str,
     fast_memory = _fast_memory(dram_gbps)
     min_k = (PINGPONG_MIN_K if batch == 1 else PINGPONG_FAST_MEMORY_BATCHED_MIN_K
              if fast_memory else PINGPONG_BATCHED_MIN_K)
-    return (PINGPONG and min_k <= k <= PINGPONG_MAX_K
-            and tiles >= PINGPONG_MIN_TILES_PER_SM * sms
-            and _pingpong.rows_aligned(a) and _pingpong.rows_aligned(b))
+    if fast_memory and PINGPONG_FAST_MEMORY_MIN_K <= k < min_k:
+        in_window = (tiles >= PINGPONG_SHORT_K_MIN_TILES_PER_SM * sms
+                     and batch * m * n * a.element_size() <= PINGPONG_SHORT_K_MAX_C_BYTES)
+    else:
+        in_window = (min_k <= k <= PINGPONG_MAX_K
+                     and tiles >= PINGPONG_MIN_TILES_PER_SM * sms)
+    return (PINGPONG and in_window and _pingpong.rows_aligned(a)
+            and _pingpong.rows_aligned(b))
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None,
