@@ -105,6 +105,26 @@ def test_k_64_takes_it_on_fast_memory_within_its_limits(case, dtype, precision, 
     assert not _plan(*case, dtype, precision).pingpong, case
 
 
+@pytest.mark.parametrize("case,dtype,precision,taken", [
+    ((16, 2048, 384, 2048, "nn"), torch.float16, "half", True),  # 128-column tiles: 384
+    ((16, 2048, 640, 2048, "nn"), torch.bfloat16, "half", True),  # 640
+    ((8, 2048, 384, 4096, "nt"), torch.float16, "half", True),  # 384 tiles, 2.9 an SM
+    ((16, 2048, 384, 4160, "nn"), torch.float16, "half", False),  # K past 4096
+    ((8, 2048, 2048, 2048, "nn"), torch.float16, "half", False),  # the 256-wide tile
+    ((1, 8192, 384, 2048, "nn"), torch.float16, "half", False),  # a single product
+    ((4, 1024, 384, 2048, "nn"), torch.float16, "half", False),  # 96 tiles
+    ((16, 2048, 384, 2048, "nt"), torch.float32, "tf32", False),  # 16-bit only
+])
+def test_batches_past_k_1024_on_128_column_tiles_take_it_on_fast_memory(case, dtype,
+                                                                        precision, taken):
+    """PINGPONG_FAST_MEMORY_NARROW_BATCHED_MAX_K: on fast memory, 16-bit batches over K
+    1025..4096 whose N the batched kernel would cover with 128-column tiles plan it (with
+    1.9 tiles an SM); on slow or unknown memory none do."""
+    assert _plan(*case, dtype, precision, 4814.0).pingpong == taken, case
+    assert not _plan(*case, dtype, precision, 3352.0).pingpong, case
+    assert not _plan(*case, dtype, precision).pingpong, case
+
+
 def test_tf32_plans_it_only_for_k_major_operands(monkeypatch):
     """tf32 nt (both operands K-major as given) takes it, single and batched; nn and tt
     (one operand MN-major: the register-fed kernel) and tn (both copied) do not, nor do
@@ -365,7 +385,7 @@ def test_the_api_runs_the_window_down_to_its_short_ends(dtype, precision):
     through the API: mm over K = 128 (two 64-deep steps at 16 bits, four at tf32) on 288
     tiles, bmm over K = 256 here (512 tiles), a batch over K = 128 elsewhere; all against
     float64 (a batch over K = 128 takes it on fast memory: FAST_MEMORY_GBPS, and so do
-    linear and bmm over K = 64)."""
+    linear and bmm over K = 64 and a 16-bit batch of 384 columns over K = 2048)."""
     if not _hopper():
         pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
     bk = pingpong.tile_for(dtype)[2]
@@ -397,4 +417,11 @@ def test_the_api_runs_the_window_down_to_its_short_ends(dtype, precision):
     y = triton_gemm.bmm(a, b, precision=precision)
     assert last_config().startswith("pp") == fast, (last_config(), fast)
     assert_close(y, a.double() @ b.double(), dtype, precision, "bmm, K = 64",
+                 operands=(a[0], b[0]))
+    # Past K = 1024, 16-bit batches of 384 columns on fast memory
+    # (PINGPONG_FAST_MEMORY_NARROW_BATCHED_MAX_K).
+    a, b = _batch(16, 1024, 384, 2048, "nn", dtype)
+    y = triton_gemm.bmm(a, b, precision=precision)
+    assert last_config().startswith("pp") == (fast and dtype != torch.float32), last_config()
+    assert_close(y, a.double() @ b.double(), dtype, precision, "bmm, K = 2048",
                  operands=(a[0], b[0]))

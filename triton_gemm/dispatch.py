@@ -425,7 +425,9 @@ REGISTER_FED_BATCHED = True
 # PINGPONG_MIN_K (batches: PINGPONG_BATCHED_MIN_K, on fast memory
 # PINGPONG_FAST_MEMORY_BATCHED_MIN_K)..PINGPONG_MAX_K with at least
 # PINGPONG_MIN_TILES_PER_SM 128x128 tiles an SM (on fast memory also from
-# PINGPONG_FAST_MEMORY_MIN_K, with the PINGPONG_SHORT_K limits), every row on 128 bytes, run on
+# PINGPONG_FAST_MEMORY_MIN_K, with the PINGPONG_SHORT_K limits, and batches the batched
+# kernel would run on 128-column tiles up to PINGPONG_FAST_MEMORY_NARROW_BATCHED_MAX_K),
+# every row on 128 bytes, run on
 # kernels/pingpong.py (two wgmma warpgroups taking turns: each tile's epilogue behind the
 # other's K loop) where run() finds an epilogue it takes (none, or a bias row: any alpha,
 # beta and activation; pingpong.bias_rows).
@@ -496,6 +498,19 @@ PINGPONG_FAST_MEMORY_BATCHED_MIN_K = 128
 PINGPONG_FAST_MEMORY_MIN_K = 64
 PINGPONG_SHORT_K_MIN_TILES_PER_SM = 7
 PINGPONG_SHORT_K_MAX_C_BYTES = 128 << 20
+# On fast memory, 16-bit batches past PINGPONG_MAX_K too, up to
+# PINGPONG_FAST_MEMORY_NARROW_BATCHED_MAX_K, where the batched kernel would run them on its
+# 128-column tiles (N that 256-wide ones do not cover: batched.tile_for). Same probe, H200,
+# fifty-sixth session, us, ping-pong / the batched kernel (cuBLAS): fp16 16 x 2048x384x2048
+# nn 80.2 / 85.0 (77.4; bf16 76.8 / 80.6 (74.6)), 16 x 2048x384x4096 nn 166.4 / 171.3
+# (157.6), 8 x 4096x640x2048 nn 131.7 / 141.0 (129.1), 16 x 2048x640x2048 nn 133.0 / 141.7
+# (129.9), 32 x 1024x384x2048 nn 82.5 / 84.9 (79.3), 8 x 2048x384x4096 nt 78.2 / 84.8
+# (75.6). Where the 256-wide tile runs them it lost (8 x 2048^3 nn 202.9 / 197.9 (199.1)),
+# and on the H100 it was level (16 x 2048x384x2048 nn 85.9 / 86.0 (79.5), above). The
+# report after it (H200, eager against cuBLAS, before -> after): 16 x 2048x384x2048 fp16 /
+# bf16 0.93x / 0.93x -> 0.99x / 0.98x, and attention's attn @ V, 32 x 2048x128x2048 (N =
+# 128: the narrow tile), 0.99x / 0.98x -> 1.02x / 1.03x.
+PINGPONG_FAST_MEMORY_NARROW_BATCHED_MAX_K = 4096
 # Past 1024 (fiftieth session, same probe): level or a little ahead at 4096^2 (fp16 nt
 # K = 1536 73.2 / 75.0 (74.8), 2048 96.4 / 97.5 (97.3); tf32 nt 1536 146.2 / 147.6 (148.6)),
 # level at 8192^2 x 1536 nt (302.3 / 301.5) and 8 x 2048^2 x 1536 (150.9 / 150.2), behind at
@@ -732,6 +747,10 @@ def _pingpong_fits(a: torch.Tensor, b: torch.Tensor, sms: int, precision: str,
     if fast_memory and PINGPONG_FAST_MEMORY_MIN_K <= k < min_k:
         in_window = (tiles >= PINGPONG_SHORT_K_MIN_TILES_PER_SM * sms
                      and batch * m * n * a.element_size() <= PINGPONG_SHORT_K_MAX_C_BYTES)
+    elif (fast_memory and batch > 1 and precision == "half"
+          and PINGPONG_MAX_K < k <= PINGPONG_FAST_MEMORY_NARROW_BATCHED_MAX_K):
+        in_window = (_batched.tile_for(batch, m, n, k, a.dtype, sms) != _batched.WIDE
+                     and tiles >= PINGPONG_MIN_TILES_PER_SM * sms)
     else:
         in_window = (min_k <= k <= PINGPONG_MAX_K
                      and tiles >= PINGPONG_MIN_TILES_PER_SM * sms)
