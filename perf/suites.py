@@ -34,9 +34,11 @@ SUITES = {
     "llm": tuple(Case(m, n, k, "nt") for m in (16, 128, 2048, 8192) for n, k in LLM_WEIGHTS),
     # 4104: 16-byte rows that TMA takes but that sit off the 32-byte sectors (dispatch
     # PITCH_PAD_MIN_MN), unlike 4097 and 4099 (not even 16-byte rows).
+    # 8192x384 nt: a linear layer of 384 outputs, which 256-wide tiles cover a quarter empty
+    # (dispatch.WIDE).
     "odd": (Case(4097, 4097, 4097), Case(1000, 1000, 1000), Case(4093, 4091, 4099),
             Case(127, 8191, 509), Case(4096, 4096, 4096, "pad"), Case(3000, 3000, 3000, "pad"),
-            Case(4104, 4104, 4104)),
+            Case(4104, 4104, 4104), Case(8192, 384, 4096, "nt")),
     # A short prefill (a few sequences) against the same weights: rows that pad 64- and
     # 128-row tiles by an eighth to a half (dispatch.TALL).
     "prefill": tuple(Case(m, n, k, "nt") for m in (96, 144, 160, 192) for n, k in LLM_WEIGHTS),

@@ -44,7 +44,7 @@ def test_suites():
         gbps = 4814.0 if c.k < dispatch.PINGPONG_MIN_K else None
         assert dispatch.plan(a, b, "half", 132, dram_gbps=gbps).pingpong, c
     both = suites.cases(["square", "square", "odd"])
-    assert len(both) == len(set(both)) == 13
+    assert len(both) == len(set(both)) == 14
     with pytest.raises(ValueError, match="unknown suite 'huge'"):
         suites.cases(["huge"])
 

@@ -89,6 +89,12 @@ def test_the_rule_at_the_measured_shapes():
     for m, n in ((1536, 4608), (1024, 1536), (2048, 4096), (3072, 3072), (4096, 4096),
                  (8192, 8192), (2048, 11008)):
         assert not dispatch._wide_fills(m, n, 132), (m, n)
+    # N off 256: a 128x256 tile's empty columns count against it (8192x384: one wave of
+    # full 128x192 tiles against one of 128x256 tiles a quarter empty; gain 1.33); gains of
+    # 1 (16384x384, 8192x640, 4096x1152) and under (8192x896, 2048x384) keep their plans.
+    assert dispatch._wide_fills(8192, 384, 132)
+    for m, n in ((16384, 384), (8192, 640), (4096, 1152), (8192, 896), (2048, 384)):
+        assert not dispatch._wide_fills(m, n, 132), (m, n)
 
 
 def test_16_bit_products_that_fill_waves_better_plan_the_wide_kernel(monkeypatch):
@@ -172,7 +178,8 @@ def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(a_m_major, b_k
 def test_library_calls_that_fill_waves_better_run_wide(dtype):
     """matmul, linear (bias and activation) and addmm (out=, a bias row) of 1536x1536
     outputs take the wide kernel on Hopper with 132 SMs (addmm with a matrix D the
-    persistent kernel) and match float64; NaN-poisoned outputs."""
+    persistent kernel), and so does linear of 8192 x 384; all match float64; NaN-poisoned
+    outputs."""
     if not wide.hopper(torch.device("cuda")):
         pytest.skip("kernels/wide.py needs Hopper (sm_90)")
     if torch.cuda.get_device_properties(0).multi_processor_count != 132:
@@ -194,6 +201,12 @@ def test_library_calls_that_fill_waves_better_run_wide(dtype):
         assert (last_config() == NAME) == (d.dim() == 1), last_config()
         assert_close(c, 2.0 * (a.double() @ b.double()) + 0.5 * d.double(), dtype,
                      what=f"addmm, D {tuple(d.shape)}", operands=(a, b))
+    # 384 columns: two 192-wide tiles (dispatch._wide_fills counts 256-wide ones' empty
+    # columns).
+    x, w = randn(8192, 1024, dtype=dtype), randn(384, 1024, dtype=dtype)
+    y = triton_gemm.linear(x, w)
+    assert last_config() == NAME, last_config()
+    assert_close(y, x.double() @ w.double().T, dtype, what="linear, N = 384", operands=(x, w.T))
 
 
 @requires_kernels

@@ -92,6 +92,7 @@ persistent TMA kernel (kernels/batched.py, BATCHED); the rest run on the plain t
 
 from __future__ import annotations
 
+import fractions
 from typing import NamedTuple
 
 import torch
@@ -291,7 +292,8 @@ SLICED = True
 # 16-bit persistent products (no fringe cut, no wave split, not mid-M, operands as given) whose
 # output fills the SMs' waves with kernels/wide.py's 128x192 tiles at least WIDE_MIN_GAIN
 # times better than with the best of the persistent kernel's 128x128 and 128x256 tiles
-# (_wide_fills: tiles over the slots of the waves they take). The module docstring has the
+# (_wide_fills: tiles over the slots of the waves they take, times the share of a tile's
+# columns inside N: at N = 384 a 128x256 tile computes 512). The module docstring has the
 # probe (perf/wide_tile_probe.py, H100, fp16, graph us, persistent / 128x192, gain):
 # 1536x1536x4096 45.6 / 36.7 (1.33: 96 of 132 slots against 72 or 144 of 264), 1536x1536x8192
 # 82.0 / 65.7 (1.33), 1664x1536x4096 39.5 / 37.5 (1.33); 3072x3072x4096 113.7 / 111.1 (1.11;
@@ -299,6 +301,13 @@ SLICED = True
 # 89.5 / 104.0 (0.89), 1024x1536x4096 27.5 / 35.6 (0.66), 2048x4096x4096 nt 94.2 / 109.4
 # (0.92). Per unit of area the 128x192 tile ran ~3% slower than 128x256 there
 # (2048x4096x4096: 3 waves of 36.5 us against 2 of 47.0).
+# The columns' share came in the fifty-sixth session (a probe of kernels/wide.py against the
+# library as tuned, H200, fp16, CUDA-graph us after the L2 flush (cuBLAS)): 8192x384x4096 nn
+# 39.5 against 54.1 on p_128x256x64_sub (39.0), nt 39.4 against 65.8 (39.0), gain 1.33
+# (one wave of 128x192 tiles, each full, against one of 128x256 tiles a quarter empty or two
+# of 128x128). Gains of 1 there: 16384x384x2048 nt 42.0 against 52.3 on p_256x128x64_sub
+# (39.8), 8192x640x2048 nn 40.4 / 41.8 (34.2), 4096x1152x4096 nt 68.4 / 72.4 (54.2); under
+# 1: 8192x896x4096 nt (0.89) 105.2 / 93.2 (92.4), 2048x384x8192 nn (0.67) 63.3 / 29.8 (24.8).
 WIDE = True
 WIDE_MIN_GAIN = 1.2
 # Mid-M products (MID_M_MAX rows or fewer) with a wave of 128x128 tiles or more take the
@@ -355,9 +364,12 @@ def _tall_fills(m: int, n: int, k: int, sms: int) -> bool:
 
 def _wide_fills(m: int, n: int, sms: int) -> bool:
     """Whether an m x n output fills waves of sms with 128x192 tiles WIDE_MIN_GAIN times
-    better than with 128x128 or 128x256 ones (configs.wave_fill)."""
-    best = max(configs.wave_fill(-(-m // 128) * -(-n // bn), sms) for bn in (128, 256))
-    return configs.wave_fill(_wide.tiles(m, n), sms) >= WIDE_MIN_GAIN * best
+    better than with 128x128 or 128x256 ones: the slots' share its tiles take
+    (configs.wave_fill) times the share of their columns inside n."""
+    def useful(tiles: int, bn: int) -> fractions.Fraction:
+        return configs.wave_fill(tiles, sms) * fractions.Fraction(n, -(-n // bn) * bn)
+    best = max(useful(-(-m // 128) * -(-n // bn), bn) for bn in (128, 256))
+    return useful(_wide.tiles(m, n), _wide.WIDTH) >= WIDE_MIN_GAIN * best
 
 
 # Aligned 16-bit products of configs.SMALL_WAVE_MIN_TILES to half the SMs' count of 128x128
