@@ -62,8 +62,10 @@ STAGES = {80: 6, 96: 6, 144: 5, 160: 5, 192: 4}
 # us (cuBLAS): 144x11008x4096 in 1 slice 37.2, in 3 44.4, their kernel alone 38.7 and
 # splitk.reduce alone 9.8 (31.2); 96x11008x4096 30.4 / 39.7 (27.6); 144x28672x8192 in 4
 # slices 187.6 against 158.6 (128.3)). cuBLAS runs these in 2-CTA clusters (nvjet_..._2x1),
-# where TMA multicast can read A once for both tiles; triton 3.6 has no TMA multicast on
-# sm_90 (its lowering: "NYI: Support multicast").
+# where TMA multicast can read A once for both tiles. triton 3.6's tl and Gluon do not
+# expose multicast, but kernels/register_fed.py issues it from Gluon as PTX on triton's
+# shared-memory offsets (register_fed.CLUSTER_CTAS): a Gluon form of this tile could do
+# the same (not tried).
 MIN_SLICE_K = 2048
 MAX_M = UPPER_HEIGHTS[-1] + LOWER_HEIGHTS[-1]
 
