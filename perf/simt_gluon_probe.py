@@ -5,7 +5,7 @@ from.
 
     python perf/simt_gluon_probe.py [--sizes 4096,8192] [--tiles BM,BN,BK,STAGES[,WARPS] ...]
     python perf/simt_gluon_probe.py --k-major M,N,K ... [--tiles BM,BN,WM,STAGES ...]
-    python perf/simt_gluon_probe.py --as-given M,N,K ... [--tiles ...] [--max-split S]
+    python perf/simt_gluon_probe.py --as-given M,N,K[,nt] ... [--tiles ...] [--max-split S]
 
 --k-major: skinny products against a K-major weight (x @ W^T, W (N, K), as `linear`
 computes them) transposed, C^T = W A^T, on the kernel's K-major A path in K slices
@@ -13,7 +13,8 @@ computes them) transposed, C^T = W A^T, on the kernel's K-major A path in K slic
 simt_tma.K_MAJOR_TILES (default: the module's own).
 
 --as-given: a @ b with both row-major (A K-major as given, no copy) on the same path
-(simt_tma.split_matmul), beside cuBLAS SGEMM and the library; --max-split replaces
+(simt_tma.split_matmul), beside cuBLAS SGEMM and the library; nt: b a K-major weight's
+transpose, copied row-major (in the timed call); --max-split replaces
 simt_tma.K_MAJOR_MAX_SPLIT (the most slices k_major_plan weighs).
 
 Each tile is first checked against float64 on a NaN-poisoned output. GPU (Hopper) only.
@@ -136,9 +137,13 @@ def as_given(shapes, tiles, max_split, rounds: int, graph: bool) -> None:
     kernel, or the plain one for products too large for it)."""
     timer = bench.cold_graph_ms if graph else functools.partial(bench.gpu_median_ms, rep_ms=60)
     for shape in shapes:
-        m, n, k = (int(v) for v in shape.split(","))
+        m, n, k, *layout = shape.split(",")
+        m, n, k = int(m), int(n), int(k)
         a = torch.randn(m, k, device="cuda")
-        b = torch.randn(k, n, device="cuda")
+        # nt: B a K-major weight's transpose, copied row-major in each call below (as
+        # dispatch copies it, K_MAJOR_COPIED_B).
+        nt = layout == ["nt"]
+        b = torch.randn(n, k, device="cuda").T if nt else torch.randn(k, n, device="cuda")
         ref = a.double() @ b.double()
         out = torch.empty(m, n, device="cuda")
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -147,14 +152,14 @@ def as_given(shapes, tiles, max_split, rounds: int, graph: bool) -> None:
 
         def split_k(a=a, b=b, out=out):
             # The plan without the as-given K-major path, planned each call as above.
-            with constants(dispatch, K_MAJOR_AS_GIVEN_MIN_MN=1 << 62):
+            with constants(dispatch, K_MAJOR_AS_GIVEN_MIN_MN=1 << 62, K_MAJOR_COPIED_B=False):
                 return dispatch.run(a[None], b[None], out[None], precision="ieee")
         fns["split-K"] = split_k
         for spec in tiles or [None]:
             tile = None if spec is None else tuple(int(v) for v in spec.split(","))
 
             def fn(tile=tile, a=a, b=b, out=out):
-                return as_given_product(a, b, out, tile, max_split)
+                return as_given_product(a, b.contiguous() if nt else b, out, tile, max_split)
             add_checked(fns, str(spec), fn, out, ref, f"{shape} {spec}")
         time_and_print(f"{'graph' if graph else 'eager'} {shape}", fns, timer, rounds,
                        2.0 * m * n * k)

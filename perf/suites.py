@@ -68,7 +68,8 @@ SUITES = {
     # Mid-size outputs (a few waves of tiles or fewer) over a long K: too large for split-K,
     # too small for the tiles that feed Hopper best (dispatch.K_MAJOR_MID_MIN_K).
     "mid": (Case(768, 768, 4096), Case(1024, 1024, 2048), Case(1024, 1024, 8192),
-            Case(1536, 1536, 4096), Case(1024, 4096, 4096), Case(4096, 256, 8192)),
+            Case(1536, 1536, 4096), Case(1024, 4096, 4096), Case(4096, 256, 8192),
+            Case(4096, 1024, 4096, "nt")),
     # Large outputs over a short K (a model of hidden size 128-1024, a low-rank adapter's
     # up-projection, or a K-sliced layer): each tile's epilogue weighs against few K steps
     # (16-bit ones run ping-pong: dispatch.PINGPONG; K = 64, an adapter of rank 64, on fast

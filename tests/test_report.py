@@ -29,12 +29,14 @@ def test_suites():
     assert all(c.k >= 16384 and c.m <= 256 for c in suites.SUITES["splitk"])
     assert suites.Case(4097, 4097, 4097) in suites.SUITES["odd"]
     # The mid suite's products are the ones dispatch.K_MAJOR_MID_MIN_K is about: ieee plans
-    # that copy nothing and are not split-K.
+    # that copy nothing (nt: B's row-major copy only, K_MAJOR_COPIED_B) and are not split-K.
     for c in suites.SUITES["mid"]:
-        a, b = torch.empty(1, c.m, c.k), torch.empty(1, c.k, c.n)
+        a = torch.empty(1, c.m, c.k)
+        b = torch.empty(1, c.n, c.k).mT if c.layout == "nt" else torch.empty(1, c.k, c.n)
         p = dispatch.plan(a, b, "ieee", 132)
-        assert c.layout == "nn" and c.k >= dispatch.K_MAJOR_MID_MIN_K, c
-        assert not (p.copies or p.split_k or p.persistent), (c, p)
+        assert c.layout in ("nn", "nt") and c.k >= dispatch.K_MAJOR_MID_MIN_K, c
+        assert p.b_n_major == (c.layout == "nt"), (c, p)
+        assert not (p._replace(b_n_major=False).copies or p.split_k or p.persistent), (c, p)
     # The shortk suite and the batched suite's short-K rows are what dispatch.PINGPONG is
     # about: their 16-bit plans run ping-pong (K = 64 on fast memory, as the lent H200's).
     for c in suites.SUITES["shortk"] + suites.SUITES["batched"][-3:]:

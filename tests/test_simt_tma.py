@@ -313,6 +313,30 @@ def test_mid_size_long_k_products_take_the_k_major_path():
 
 
 @gpu_only
+def test_mid_size_products_against_a_k_major_weight_take_the_k_major_path():
+    """The mid-size products above against a K-major weight (linear's) run on the K-major
+    path too, on B's row-major copy (K_MAJOR_COPIED_B), bias and all; half the K stays on
+    the plain kernel; NaN-poisoned out."""
+    if not _hopper():
+        pytest.skip("kernels/simt_tma.py needs Hopper (sm_90)")
+    m, n, k = dispatch.FMA_TRANSPOSED_MAX_M + 1, 2048, dispatch.K_MAJOR_MID_MIN_K
+    assert m * n * k // 2 >= dispatch.K_MAJOR_AS_GIVEN_MIN_MNK
+    x, w, bias = randn(m, k), randn(n, k), randn(n)
+    p = dispatch.plan(x[None], w.T[None], "ieee", 132)
+    assert p.b_n_major and not (p.split_k or p._replace(b_n_major=False).copies), p
+    out = torch.full((m, n), float("nan"), device=x.device)
+    triton_gemm.addmm(bias, x, w.T, beta=0.5, alpha=2.0, precision="ieee", out=out)
+    assert last_config().startswith("stk_"), last_config()
+    assert_close(out, 2.0 * (x.double() @ w.double().T) + 0.5 * bias.double(),
+                 torch.float32, "ieee", f"addmm {m}x{n}x{k} nt", operands=(x, w.T))
+    xh, wh = x[:, :k // 2], w[:, :k // 2]
+    half = triton_gemm.linear(xh, wh, precision="ieee")
+    assert last_config().startswith("s_"), last_config()
+    assert_close(half, xh.double() @ wh.double().T, torch.float32, "ieee",
+                 "half the K on the plain kernel", operands=(xh, wh.T))
+
+
+@gpu_only
 @pytest.mark.parametrize("m", [dispatch.K_MAJOR_FMA_MIN_N, 100, dispatch.FMA_TRANSPOSED_MAX_M])
 def test_linear_products_take_the_k_major_path(m):
     """ieee products against a K-major weight (linear's) of K_MAJOR_FMA_MIN_N ..

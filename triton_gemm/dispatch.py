@@ -66,7 +66,8 @@ operands off 16-byte runs load narrower, on the kernel's narrow tiles, or 16 byt
 planes of rows where 16-bit (splitk.row_planes, splitk.col_planes) (huge-K outputs up to
 SPLITK_AS_GIVEN_MAX_MN; larger ones pad them; on Hopper, ieee ones of a row-major A and B
 large enough (K_MAJOR_AS_GIVEN_MIN_MN, K_MAJOR_AS_GIVEN_MIN_MNK) on kernels/simt_tma.py's
-K-major path, as are mid-size ones of K_MAJOR_MID_MIN_K and more). Skinny products
+K-major path, as are mid-size ones of K_MAJOR_MID_MIN_K and more, a K-major B copied
+row-major among them, K_MAJOR_COPIED_B). Skinny products
 against a wide K-major weight (or an aligned row-major one, 16-bit and tf32; or a 16-bit
 row-major one in 16-byte runs, TRANSPOSED_RUNS_MAX_M) run
 transposed instead (C^T = B^T A^T, TRANSPOSED): the plain kernel's thin tiles stream the
@@ -648,6 +649,17 @@ K_MAJOR_AS_GIVEN_MIN_MNK = 1 << 29
 # (129.0); K 512 1024x1024 34.0 / 34.6 (33.5). 2048^3 (the M-major tile, A copied) 376.3 /
 # 377.5 (344.0) stays there.
 K_MAJOR_MID_MIN_K = 2048
+# Such products against a K-major B (nt, a linear layer's weight; more than
+# FMA_TRANSPOSED_MAX_M rows, fewer than FMA_STAGE_A_MIN rows or columns) run there too, on
+# the row-major copy of B the plan makes for the FMA dots (b_n_major, its only copy); A is
+# read as given either way. perf/simt_gluon_probe.py --as-given M,N,K,nt --graph, H200,
+# three interleaved rounds, us, the library with / without this rule, the copy in both
+# (cuBLAS SGEMM): 8192x384x4096 561.8 / 616.9 (551.8), 8192x512x4096 736.7 / 812.7
+# (682.7), 16384x384x2048 564.6 / 609.1 (621.8), 4096x1024x4096 739.9 / 807.7 (682.0),
+# 1024x4096x4096 763.2 / 831.1 (690.2), 1024x1024x4096 197.9 / 228.9 (186.3),
+# 1536x1536x2048 261.6 / 270.3 (218.4), 1024x1024x2048 106.2 / 129.3 (102.5), 768x768x2048
+# 77.4 / 100.0 (66.1) (fifty-seventh session).
+K_MAJOR_COPIED_B = True
 # 16-bit skinny products of up to TRANSPOSED_RUNS_MAX_M rows against a row-major weight of
 # at least THIN_MIN_N columns whose rows are whole 16-byte runs but not ALIGN elements (fp16
 # 4104) run transposed too, the plain kernel loading the M-major weight 16 bytes wide under
@@ -1444,7 +1456,11 @@ def _tiled(a, b, out, d, p: Plan, lo, *, alpha, beta, precision, activation,
             gemv.matmul_2d(a[0], b[0, :, :n], out[0], d2, alpha=alpha, beta=beta,
                            activation=activation)
             return
-    as_given = (not p.copies and a.shape[0] == 1
+    # A as given (K-major) and B row-major: as given, or B's row-major copy the only copy
+    # (K_MAJOR_COPIED_B).
+    b_only_copied = (K_MAJOR_COPIED_B and p.b_n_major and not p.split_k
+                     and not p._replace(b_n_major=False).copies)
+    as_given = ((not p.copies or b_only_copied) and a.shape[0] == 1
                 and (p.split_k or a.shape[2] >= K_MAJOR_MID_MIN_K)
                 and min(out.shape[1], n) >= K_MAJOR_AS_GIVEN_MIN_MN
                 and out.shape[1] * n * a.shape[2] >= K_MAJOR_AS_GIVEN_MIN_MNK)
