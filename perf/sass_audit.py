@@ -326,22 +326,25 @@ def _gluon_descriptor(block: list, dtype: str, batched: bool) -> str:
 
 def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
                         x_smem: bool = False, dtype: str = "fp32",
-                        batched: bool = False) -> dict:
+                        batched: bool = False, rows: bool = False) -> dict:
     """kernels/register_fed.py compiled for arch (C^T stored with out_t, else C; ctas CTAs
     a cluster; x_smem: X K-major in shared memory, its nt mode; dtype: operands' and
     output's, fp32 (tf32) or with x_smem fp16 / bf16; batched: its 3-D descriptors, a batch
-    of products, as bmm launches it): shared memory, ptxas's registers,
+    of products, as bmm launches it; rows: rows_2d's tile, ROWS_BQ Y rows in ROWS_STAGES
+    slots): shared memory, ptxas's registers,
     spills and warnings under the kernel's register cap, its tensor-core opcodes,
     wgmma_register_hazards of its SASS, and with clusters its PTX's multicast loads, remote
     arrives and whether its shared memory lies where the kernel's PTX strings address it
     (register_fed._check_offsets)."""
     from triton_gemm.kernels import register_fed as rf
     elem = 4 if dtype == "fp32" else 2
-    constexprs = {**rf.kernel_constexprs(out_t, ctas, x_smem, elem), "BATCHED": batched}
+    bq, stages = (rf.ROWS_BQ, rf.ROWS_STAGES) if rows else (rf.BQ, rf.STAGES)
+    constexprs = {**rf.kernel_constexprs(out_t, ctas, x_smem, elem, bq, stages),
+                  "BATCHED": batched}
     bk = constexprs["BK"]
-    y_block = [rf.BQ // ctas, bk]
+    y_block = [bq // ctas, bk]
     x_block = [rf.BP, bk] if x_smem else [bk, rf.BP]
-    c_block = [rf.BQ // 8, rf.BP] if out_t else [rf.BP, rf.BQ // 8]
+    c_block = [bq // 8, rf.BP] if out_t else [rf.BP, bq // 8]
 
     def desc(block):
         return _gluon_descriptor(block, dtype, batched)
@@ -356,7 +359,7 @@ def register_fed_report(out_t: bool, arch: str = "sm_90a", ctas: int = 1,
     extra = {}
     if ctas > 1:
         try:
-            rf._check_offsets(ptx, ctas, elem)
+            rf._check_offsets(ptx, ctas, elem, bq, stages)
             extra["offsets_ok"] = True
         except RuntimeError:
             extra["offsets_ok"] = False

@@ -4,6 +4,7 @@ instruction overwrite a running wgmma's registers (offline sm_90a compile, no GP
 products themselves (GPU)."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -209,6 +210,31 @@ def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(
         assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_the_rows_tile_compiles_without_spills_within_shared_memory(dtype):
+    """rows_2d's variant (C^T stored, both operands read by wgmma from shared memory,
+    ROWS_BQ Y rows, ROWS_STAGES slots), offline for sm_90a: 64xROWS_BQ wgmma, no register
+    fragments (so no hazard to check), no spills, the ring within the H100's shared memory;
+    and in 2-CTA clusters (probed, not dispatched) its shared memory where its PTX strings
+    say: Y's ring first though the two rings are the same size."""
+    code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
+            f"print(json.dumps([sass_audit.register_fed_report(True, ctas=c, x_smem=True, "
+            f"dtype={dtype!r}, rows=True) for c in (1, 2)]))")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=False,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    one, clustered = json.loads(done.stdout.strip().splitlines()[-1])
+    bq = register_fed.ROWS_BQ
+    for report in (one, clustered):
+        assert report["mma"] == (f"HGMMA.64x{bq}x8.F32.TF32" if dtype == "fp32"
+                                 else f"HGMMA.64x{bq}x16.F32"), report
+        assert report["a_registers"] == [], report
+        assert report["spill_stores"] == 0 and "C7515" not in report["warnings"], report
+        assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem
+    assert clustered["offsets_ok"] and clustered["multicast_loads"] == 1, clustered
+
+
 def test_the_offset_check_refuses_ptx_whose_barriers_moved():
     """_check_offsets on the plain kernel's barrier layout (count-1 barriers only, at other
     offsets) raises, naming the constants to update."""
@@ -226,7 +252,7 @@ def test_a_cluster_kernel_whose_shared_memory_moved_runs_without_clusters(monkey
     if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
         pytest.skip("the register-fed kernel needs Hopper (sm_90)")
 
-    def moved(ptx, ctas, out_elem=4):
+    def moved(ptx, ctas, *sizes):
         raise register_fed.ClusterUnavailable("register_fed: offsets moved (test)")
 
     monkeypatch.setattr(common, "_compiled", {})  # compile (and prepare) afresh
@@ -424,3 +450,91 @@ def test_bmm_runs_tf32_nt_batches_with_rows_off_align_register_fed():
     assert last_config() == f"gsb_{register_fed.BP}x{register_fed.BQ}x{register_fed.BK}"
     assert_close(out, a.double() @ b.double(), torch.float32, "tf32", "nt 4 x 1000^3",
                  operands=(a[0], b[0]))
+
+
+def _rows_plan(m, n, k, precision="tf32", layout="nt", batch=1, tma=True, sms=SMS):
+    dtype = torch.float32 if precision in ("tf32", "tf32x3", "ieee") else torch.float16
+    a = torch.empty(batch, m, k, dtype=dtype)
+    b = (torch.empty(batch, n, k, dtype=dtype).transpose(1, 2) if layout == "nt"
+         else torch.empty(batch, k, n, dtype=dtype))
+    return dispatch.plan(a, b, precision, sms, tma)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "half"])
+def test_few_rows_against_a_wide_k_major_weight_plan_rows_2d(precision, monkeypatch):
+    """nt products of FED_ROWS_MIN_M .. ROWS_BQ rows against a weight of at least
+    FED_ROWS_MIN_TILES_PER_SM tiles an SM plan rows_2d on top of the plan made otherwise
+    (which run() keeps for the calls it cannot take); a row fewer or more, a tile fewer,
+    another layout, a batch, tf32x3 or ieee, or no TMA, plan as before."""
+    low, high = dispatch.FED_ROWS_MIN_M[precision], register_fed.ROWS_BQ
+    tiles = math.ceil(dispatch.FED_ROWS_MIN_TILES_PER_SM[precision] * SMS)
+    n, k = tiles * register_fed.BP, 4096
+    for m in (low, high):
+        p = _rows_plan(m, n, k, precision)
+        assert p.fed_rows, (m, p)
+        monkeypatch.setattr(dispatch, "FED_ROWS", False)
+        assert p == _rows_plan(m, n, k, precision)._replace(fed_rows=True)
+        monkeypatch.setattr(dispatch, "FED_ROWS", True)
+    assert _rows_plan(high, n - register_fed.BP + 1, k, precision).fed_rows  # same tiles
+    for args, kw in (((low - 1, n, k), {}), ((high + 1, n, k), {}),
+                     ((high, n - register_fed.BP, k), {}), ((high, n, k), {"layout": "nn"}),
+                     ((high, n, k), {"batch": 2}), ((high, n, k), {"tma": False})):
+        assert not _rows_plan(*args, precision=precision, **kw).fed_rows, (args, kw)
+    for other in ("tf32x3", "ieee"):
+        assert not _rows_plan(high, n, k, other).fed_rows, other
+    assert (dispatch.FED_ROWS_MIN_TILES_PER_SM["tf32"] * SMS
+            <= 11008 / register_fed.BP)  # the llm suite's 128x11008x4096 tf32 row
+
+
+def test_rows_2d_refuses_what_it_cannot_read():
+    """supports_rows: off the GPU (the interpreter) nothing; the layouts it reads are a
+    row-major A and a K-major B only, up to ROWS_BQ rows."""
+    a, w = torch.empty(128, 64), torch.empty(256, 64)
+    assert not register_fed.supports_rows(a, w.T, torch.empty(128, 256))
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("m,n,k", [(128, 640, 1000), (100, 300, 64), (1, 256, 128),
+                                   (128, 4224, 2080), (97, 33024, 96)])
+def test_rows_2d_computes_the_product(dtype, m, n, k):
+    """C^T = W A^T on ROWS_BQ-row tiles of A: fewer rows than the tile (TMA reads zeros
+    past them, the transposed store clips them), columns past the last weight tile, K past
+    the last step and an odd count of steps, several tiles a program (258 on 132 SMs);
+    NaN-poisoned output of the operands' dtype."""
+    a, w = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype)
+    out = torch.full((m, n), float("nan"), device=a.device, dtype=dtype)
+    if not register_fed.supports_rows(a, w.T, out):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    assert not register_fed.supports_rows(a, w.T.contiguous(), out)  # nn
+    assert not register_fed.supports_rows(randn(k, m, dtype=dtype).T, w.T, out)  # tn
+    register_fed.rows_2d(a, w.T, out, torch.cuda.get_device_properties(0).multi_processor_count)
+    bk = register_fed.BK * 4 // a.element_size()
+    assert last_config() == (f"gst_{register_fed.BP}x{register_fed.ROWS_BQ}x{bk}"
+                             f"_s{register_fed.ROWS_STAGES}")
+    precision = "tf32" if dtype == torch.float32 else None
+    assert_close(out, a.double() @ w.double().T, dtype, precision, f"{m}x{n}x{k}",
+                 operands=(a, w.T))
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_linear_runs_few_rows_on_rows_2d_and_bias_on_the_plan_behind(dtype):
+    """matmul of the llm suite's 128x11008 rows (K cut to 1024) against a K-major weight
+    takes rows_2d where the plan says so; linear with a bias (an epilogue rows_2d lacks)
+    runs the plan made otherwise; both NaN-poisoned, both right."""
+    m, n, k = register_fed.ROWS_BQ, 11008 if dtype == torch.float32 else 33024, 1024
+    a, w, bias = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype), randn(n, dtype=dtype)
+    if not register_fed.supports_rows(a, w.T, torch.empty(m, n, device=a.device, dtype=dtype)):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    precision = "tf32" if dtype == torch.float32 else None
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert dispatch.plan(a[None], w.T[None], precision or "half", sms).fed_rows
+    out = torch.full((m, n), float("nan"), device=a.device, dtype=dtype)
+    triton_gemm.matmul(a, w.T, precision=precision, out=out)
+    assert last_config().startswith("gst_"), last_config()
+    assert_close(out, a.double() @ w.double().T, dtype, precision, "matmul", operands=(a, w.T))
+    with_bias = triton_gemm.linear(a, w, bias, precision=precision)
+    assert not last_config().startswith("gst_"), last_config()
+    assert_close(with_bias, a.double() @ w.double().T + bias.double(), dtype, precision,
+                 "linear with a bias", operands=(a, w.T))

@@ -867,11 +867,14 @@ def config_name(config: triton.Config, family: str) -> str:
     """The table name of a config, e.g. 'h_128x256x64'."""
     kw = config.kwargs
     if kw.get("REGISTER_FED"):  # kernels/register_fed.py: one fixed tile
-        # "gs": both operands read by wgmma from shared memory (its X_SMEM mode); "rfb": a
-        # batch of products (its bmm); a cluster's CTA count follows as "_c2".
-        prefix = ("gs" if kw.get("X_SMEM") else "rf") + ("b" if kw.get("PRODUCTS") else "")
+        # "gs": both operands read by wgmma from shared memory (its X_SMEM mode); "gst": so,
+        # C^T computed (its rows_2d: BM the weight's rows, BN A's, a ring of num_stages);
+        # "rfb": a batch of products (its bmm); a cluster's CTA count follows as "_c2".
+        prefix = ("gs" if kw.get("X_SMEM") else "rf") + ("t" if kw.get("OUT_T") else "") + (
+            "b" if kw.get("PRODUCTS") else "")
         cluster = f"_c{kw['CTAS']}" if kw.get("CTAS", 1) > 1 else ""
-        return f"{prefix}_{kw['BM']}x{kw['BN']}x{kw['BK']}{cluster}"
+        stages = f"_s{config.num_stages}" if kw.get("OUT_T") else ""
+        return f"{prefix}_{kw['BM']}x{kw['BN']}x{kw['BK']}{stages}{cluster}"
     if kw.get("PINGPONG"):  # kernels/pingpong.py: its tile, a warpgroup's; "ppb": a batch
         return f"pp{'b' if kw.get('PRODUCTS') else ''}_{kw['BM']}x{kw['BN']}x{kw['BK']}"
     if kw.get("SIMT_TMA"):  # kernels/simt_tma.py: one fixed tile (its K-major A path: "stk_",

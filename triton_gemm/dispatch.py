@@ -84,7 +84,9 @@ as do 16-bit mid-M products (65..256 rows against a large weight), and tf32 ones
 weight, on its small tiles, as do aligned 16-bit and tf32 products of 64 tiles up to half
 the SMs (SMALL_WAVE), and 16-bit ones whose output fills waves of 128x192 tiles
 better than of the persistent tiles on kernels/wide.py (WIDE), and 16-bit ones of 65-96 and
-129-192 rows whose 128-column strips fill the SMs on kernels/tall.py (TALL); 16-bit, tf32
+129-192 rows whose 128-column strips fill the SMs on kernels/tall.py (TALL), and 16-bit
+and tf32 ones of up to 128 rows against a wide K-major weight as C^T = W A^T on
+kernels/register_fed.py's rows_2d (FED_ROWS); 16-bit, tf32
 and tf32x3 single products of fewer tiles over a long K run in K slices of 128x128 TMA
 tiles (kernels/sliced.py, SLICED); batches of 16-bit and tf32 products run on the batched
 persistent TMA kernel (kernels/batched.py, BATCHED); the rest run on the plain tiled kernel
@@ -185,6 +187,24 @@ STAGE_MIN_MNK = 768 ** 3
 # PERSISTENT_TILE tiles than SMs (1024^3) stay on the plain kernel; between those and 2048^3
 # the kernel takes them unmeasured.
 REGISTER_FED = True
+# 16-bit and tf32 products of a few rows (FED_ROWS_MIN_M .. register_fed.ROWS_BQ) against a
+# K-major weight (nt, `linear`'s) wide enough for FED_ROWS_MIN_TILES_PER_SM tiles of
+# register_fed.BP columns an SM run on kernels/register_fed.py's rows_2d (C^T = W A^T, the
+# weight's rows read by wgmma from shared memory, A's rows one 128-row tile, six 32 KB
+# stages), a plain product only (run() keeps the plan made otherwise for addmm's alpha,
+# beta and bias and for activations). perf/fed_rows_probe.py, H200, CUDA-graph us after
+# the flush, three interleaved rounds, rows_2d / the plan before (cuBLAS): tf32
+# 128x11008x4096 52.4 / 61.9 (55.6), 128x28672x8192 247.3 / 263.6 (251.6), 128x16384x4096
+# 73.7 / 75.1 (74.4), 128x14336x4096 66.9 / 69.2 (64.4), 96x11008x4096 62.1 / 66.4 (62.1);
+# it lost at 64 tiles (128x8192x8192 86.1 / 73.7 (73.2)) and at 80 rows (80x28672x8192
+# 272.6 / 257.6 (239.8)). fp16 128x28672x8192 126.6 / 133.5 (131.2), bf16 127.4 / 131.4
+# (130.5), fp16 112x28672x8192 128.1 / 130.9 (122.8); under a wave of tiles no better
+# (fp16 128x16384x4096 41.0 / 40.6 (40.2), 128x14336x4096 38.1 / 38.0 (35.7),
+# 128x11008x4096 29.9 / 29.5 (28.4), bf16 29.1 / 29.3 (27.3)) and at 96 rows worse (fp16
+# 96x28672x8192 133.7 / 123.5 (123.5)). Fifty-seventh session.
+FED_ROWS = True
+FED_ROWS_MIN_M = {"half": 112, "tf32": 96}
+FED_ROWS_MIN_TILES_PER_SM = {"half": 1.0, "tf32": 0.65}
 # Single tf32x3 products of K >= SPLIT_TF32_MIN_K (its accuracy floor, as the staged split
 # kernel's) with at least a wave of PERSISTENT_TILE tiles run on kernels/split_fed.py where
 # run() finds it can take the call (no activation, TMA-aligned as given), else on the plan
@@ -717,6 +737,9 @@ class Plan(NamedTuple):
                            # can take the call; else the plain kernel
     pingpong: bool = False  # 16-bit, tf32 nt: kernels/pingpong.py (PINGPONG), where run()
                             # finds it can take the call; else the rest of the plan
+    fed_rows: bool = False  # 16-bit, tf32 nt, few rows: kernels/register_fed.py's rows_2d
+                            # (FED_ROWS), where run() finds it can take the call; else the
+                            # rest of the plan
 
     @property
     def copies(self) -> bool:
@@ -799,6 +822,13 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
         # kernels/split_fed.py first (SPLIT_FED); the plan otherwise made stays for the
         # calls it cannot take (run()).
         return p._replace(register_fed=True)
+    if (FED_ROWS and precision in FED_ROWS_MIN_M and tma and sms is not None and batch == 1
+            and FED_ROWS_MIN_M[precision] <= m <= _register_fed.ROWS_BQ
+            and a.stride(2) == 1 and b.stride(1) == 1
+            and -(-n // _register_fed.BP) >= FED_ROWS_MIN_TILES_PER_SM[precision] * sms):
+        # kernels/register_fed.py's rows_2d first (FED_ROWS); the plan otherwise made stays
+        # for the calls it cannot take (run()).
+        return p._replace(fed_rows=True)
     return p
 
 
@@ -1319,6 +1349,12 @@ def run(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="ieee", activation=
                 _split_fed_run(a[0], b[0], out[0], d2, alpha=alpha, beta=beta)
                 return out
         p = p._replace(register_fed=False)
+    if p.fed_rows:
+        if (d is None and alpha == 1 and activation == 0 and a.shape[0] == 1
+                and _register_fed.supports_rows(a[0], b[0], out[0])):
+            _register_fed.rows_2d(a[0], b[0], out[0], _persistent.gpu_sms(a.device)[0])
+            return out
+        p = p._replace(fed_rows=False)
     if p.pingpong:
         operands = (a[0], b[0], out[0]) if a.shape[0] == 1 else (a, b, out)
         has_d, d_full = epilogue_input(d, beta, out)

@@ -153,14 +153,15 @@ Y_RING_OFFSET = gl.constexpr(0)
 WS_SCRATCH = 80
 
 
-def barrier_offsets(out_elem: int) -> tuple:
+def barrier_offsets(out_elem: int, bq: int = BQ, stages: int = STAGES) -> tuple:
     """(ready, empty): where triton's allocator puts the ring's barriers for an output of
-    out_elem bytes an element: after the rings (Y's at Y_RING_OFFSET, X's after it; a K
-    step 128 bytes a row, BK fp32 or 2 BK 16-bit elements), the two epilogue buffers and
-    WS_SCRATCH (_check_offsets checks the compiled PTX)."""
-    ready = (Y_RING_OFFSET.value + STAGES * (BP + BQ) * BK * 4 + 2 * BQ // 8 * BP * out_elem
+    out_elem bytes an element, Y tiles of bq rows in rings of `stages` slots: after the
+    rings (Y's at Y_RING_OFFSET, X's after it; a K step 128 bytes a row, BK fp32 or 2 BK
+    16-bit elements), the two epilogue buffers and WS_SCRATCH (_check_offsets checks the
+    compiled PTX)."""
+    ready = (Y_RING_OFFSET.value + stages * (BP + bq) * BK * 4 + 2 * bq // 8 * BP * out_elem
              + WS_SCRATCH)
-    return ready, ready + 8 * STAGES
+    return ready, ready + 8 * stages
 
 
 _MULTICAST_Y = gl.constexpr(
@@ -482,12 +483,14 @@ def _register_fed_kernel(
     (launched in clusters of CTAS, LOADER_WARPS 4) cluster i walks groups of CTAS tiles
     so. BATCHED (CTAS 1): BATCH products, each descriptor 3-D (product, rows, columns) with
     boxes one product deep; the products' tiles are walked one product after another."""
+    # Y's ring first: triton's allocator places the larger ring at offset 0, and of rings
+    # the same size (BQ = BP) the one allocated first (Y_RING_OFFSET).
+    y_ring = gl.allocate_shared_memory(y_desc.dtype, [STAGES, BQ, BK], _ring_layout(y_desc))
     x_layout: gl.constexpr = _ring_layout(x_desc)
     if X_SMEM:
         x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BP, BK], x_layout)
     else:
         x_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BK, BP], x_layout)
-    y_ring = gl.allocate_shared_memory(y_desc.dtype, [STAGES, BQ, BK], _ring_layout(y_desc))
     # Two buffers of one epilogue chunk (_store_tile): one fills while TMA reads the other.
     if OUT_T:
         epi = gl.allocate_shared_memory(c_desc.dtype, [2, BQ // 8, BP], _ring_layout(c_desc))
@@ -571,18 +574,19 @@ _MBARRIER_INIT = re.compile(r"add\.s32\s+%r\d+, %r\d+, (\d+);\s*// begin inline 
                             r"@%p\d+ mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);")
 
 
-def _check_offsets(ptx: str, ctas: int, out_elem: int = 4) -> None:
+def _check_offsets(ptx: str, ctas: int, out_elem: int = 4, bq: int = BQ,
+                   stages: int = STAGES) -> None:
     """Raise unless the kernel's shared memory (CTAS = ctas > 1, an output of out_elem
-    bytes an element) lies where its PTX strings address it: Y's ring at Y_RING_OFFSET
-    (X's right after it), the ready (count 1) and empty (count: warpgroups x ctas) barriers
-    from barrier_offsets."""
+    bytes an element, Y tiles of bq rows, rings of `stages` slots) lies where its PTX
+    strings address it: Y's ring at Y_RING_OFFSET (X's right after it), the ready (count
+    1) and empty (count: warpgroups x ctas) barriers from barrier_offsets."""
     inits = [(int(offset), int(count)) for offset, count in _MBARRIER_INIT.findall(ptx)]
     ready = sorted(offset for offset, count in inits if count == 1)
     empty = sorted(offset for offset, count in inits if count == WARPS // 4 * ctas)
-    x_ring = Y_RING_OFFSET.value + STAGES * BQ * BK * 4
+    x_ring = Y_RING_OFFSET.value + stages * bq * BK * 4
     found = (ready[:1], empty[:1],
              re.search(rf"add\.s32\s+%r\d+, %r\d+, {x_ring};", ptx) is not None)
-    ready_at, empty_at = barrier_offsets(out_elem)
+    ready_at, empty_at = barrier_offsets(out_elem, bq, stages)
     if found != ([ready_at], [empty_at], True):
         raise ClusterUnavailable(
             f"register_fed: the {ctas}-CTA cluster kernel's shared memory moved (ready, empty "
@@ -600,14 +604,15 @@ _clustered: set = set()
 _clusters_unavailable: list = []  # the first ClusterUnavailable, once seen
 
 
-def _as_cluster(compiled, ctas: int, out_elem: int = 4) -> None:
+def _as_cluster(compiled, ctas: int, out_elem: int = 4, bq: int = BQ,
+                stages: int = STAGES) -> None:
     """Make triton's launcher start `compiled` (its output out_elem bytes an element) in
     clusters of ctas CTAs: its metadata says num_ctas = ctas (the launcher then launches
     ctas times the grid, clustered), which the kernel, compiled for one CTA a program, does
     not otherwise know."""
     if id(compiled) in _clustered:
         return
-    _check_offsets(compiled.asm["ptx"], ctas, out_elem)
+    _check_offsets(compiled.asm["ptx"], ctas, out_elem, bq, stages)
     warps, one, *rest = compiled.packed_metadata
     if one != 1:
         raise RuntimeError(f"register_fed: expected a one-CTA compile, got num_ctas {one}")
@@ -653,13 +658,50 @@ def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int) -> torch.
                    y.shape[1], 1)
 
 
-def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool, elem: int = 4) -> dict:
+# rows_2d's tile: a linear layer's few rows (M <= ROWS_BQ) against its K-major weight W
+# (N, K), as C^T = W A^T: W's rows are X (BP of N a tile, read by wgmma from shared memory,
+# X_SMEM), A's rows the one Y tile of ROWS_BQ, C stored transposed (OUT_T), ROWS_STAGES
+# slots of 32 KB (16-bit or tf32). One CTA a tile: in clusters, which share A's tile by
+# multicast, it ran no faster. perf/fed_rows_probe.py (fifty-seventh session), H200, nt,
+# CUDA-graph us after the flush, three interleaved rounds, 1 CTA 6 stages / 1 CTA 4 stages
+# / 2 CTAs 6 stages / 4 CTAs 6 stages (cuBLAS): fp16 128x11008x4096 29.9 / 34.0 / 30.6 /
+# 30.7 (28.4), 128x28672x8192 126.6 / 136.8 / 126.0 / 124.4 (131.2); tf32 128x11008x4096
+# 52.4 / 60.9 / 53.7 / 54.0 (55.6). Clusters of four lost 46-48% at 128 tiles of 16384
+# columns (fp16 59.8 against 41.0 at K 4096; tf32 110.5 against 73.7): they did not all fit
+# at once.
+ROWS_BQ, ROWS_STAGES = 128, 6
+
+
+def supports_rows(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
+    """Whether rows_2d takes a (M, K) row-major and b (K, N) K-major (the transpose of a
+    row-major weight (N, K)), fp16, bf16 or fp32 (tf32), M <= ROWS_BQ, into a row-major out
+    (M, N) of their dtype, all three as TMA reads and writes them, on a Hopper GPU outside
+    the interpreter."""
+    if INTERPRETER or not (a.dtype == b.dtype == out.dtype and a.dtype in _GL_DTYPES):
+        return False
+    if a.dim() != 2 or b.dim() != 2 or out.stride(1) != 1 or not hopper(a.device):
+        return False
+    return (a.stride(1) == 1 and b.stride(0) == 1 and 0 < a.shape[0] <= ROWS_BQ
+            and min(a.shape + b.shape) > 0 and _tma_ok(a, a.stride(0))
+            and _tma_ok(b.T, b.stride(1)) and _tma_ok(out, out.stride(0)))
+
+
+def rows_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int) -> torch.Tensor:
+    """out = a @ b (fp32 operands in tf32) for operands supports_rows() accepts, as C^T =
+    B^T A^T on ROWS_BQ x ROWS_STAGES tiles (above), one CTA a tile. Returns out."""
+    w = b.T
+    return _launch(a, b, out, sms, w, a, True, True, w.shape[0], a.shape[0], 1,
+                   ROWS_BQ, ROWS_STAGES)
+
+
+def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool, elem: int = 4, bq: int = BQ,
+                      stages: int = STAGES) -> dict:
     """_register_fed_kernel's constexpr arguments for a launch (and the offline compiles of
     perf/sass_audit.py): C^T stored with out_t, ctas CTAs a cluster, X K-major in shared
     memory with x_smem, operands and output of elem bytes an element (4: tf32; 2: 16-bit,
-    K steps twice as deep, x_smem only)."""
-    ready_at, empty_at = barrier_offsets(elem)
-    return {"BP": BP, "BQ": BQ, "BK": BK * 4 // elem, "STAGES": STAGES, "GROUP_M": GROUP_M,
+    K steps twice as deep, x_smem only), Y tiles of bq rows, rings of `stages` slots."""
+    ready_at, empty_at = barrier_offsets(elem, bq, stages)
+    return {"BP": BP, "BQ": bq, "BK": BK * 4 // elem, "STAGES": stages, "GROUP_M": GROUP_M,
             "READY_AT": ready_at, "EMPTY_AT": empty_at,
             "OUT_T": out_t, "LOADER_REGS": LOADER_REGS, "CTAS": ctas,
             # Four TMA warps with clusters: the cluster barriers count every thread,
@@ -677,25 +719,26 @@ def kernel_constexprs(out_t: bool, ctas: int, x_smem: bool, elem: int = 4) -> di
             "LOADER_WARPS": 4 if ctas > 1 else 1, "X_SMEM": x_smem}
 
 
-def _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas):
-    """matmul_2d's and bmm's launch on their operands (X, Y; 3-D: a batch), ctas CTAs a
-    cluster. Returns out."""
+def _launch(a, b, out, sms, x, y, out_t, x_smem, p, q, ctas, bq=BQ, stages=STAGES):
+    """matmul_2d's, bmm's and rows_2d's launch on their operands (X, Y; 3-D: a batch),
+    ctas CTAs a cluster, Y tiles of bq rows, rings of `stages` slots. Returns out."""
     elem = a.element_size()
     batch = x.shape[0] if x.dim() == 3 else 1
-    constexprs = {**kernel_constexprs(out_t, ctas, x_smem, elem), "num_warps": WARPS,
-                  "maxnreg": MAX_REGISTERS, "BATCHED": x.dim() == 3}
+    constexprs = {**kernel_constexprs(out_t, ctas, x_smem, elem, bq, stages),
+                  "num_warps": WARPS, "maxnreg": MAX_REGISTERS, "BATCHED": x.dim() == 3}
     bk = constexprs["BK"]
-    args = (_descriptor(x, [BP, bk] if x_smem else [bk, BP]), _descriptor(y, [BQ // ctas, bk]),
-            _descriptor(out, [BQ // 8, BP] if out_t else [BP, BQ // 8]), p, q, a.shape[-1],
+    args = (_descriptor(x, [BP, bk] if x_smem else [bk, BP]), _descriptor(y, [bq // ctas, bk]),
+            _descriptor(out, [bq // 8, BP] if out_t else [BP, bq // 8]), p, q, a.shape[-1],
             batch)
     # A launch per cluster, each group of ctas tiles along P one tile of the wave rule.
-    grid = programs(ctas * BP, BQ, batch * cdiv(p, ctas * BP) * ctas * BP, q, sms // ctas,
+    grid = programs(ctas * BP, bq, batch * cdiv(p, ctas * BP) * ctas * BP, q, sms // ctas,
                     half_tail=False)
     run_kernel(_register_fed_kernel, (grid, ), args, constexprs,
-               prepare=(functools.partial(_as_cluster, ctas=ctas, out_elem=elem) if ctas > 1
-                        else None))
-    record(triton.Config({"REGISTER_FED": True, "BM": BP, "BN": BQ, "BK": bk, "CTAS": ctas,
-                          "X_SMEM": x_smem, "PRODUCTS": x.dim() == 3},
-                         num_warps=WARPS, num_stages=STAGES),
+               prepare=(functools.partial(_as_cluster, ctas=ctas, out_elem=elem, bq=bq,
+                                          stages=stages) if ctas > 1 else None))
+    record(triton.Config({"REGISTER_FED": True, "BM": BP, "BN": bq, "BK": bk, "CTAS": ctas,
+                          "X_SMEM": x_smem, "PRODUCTS": x.dim() == 3,
+                          "OUT_T": out_t and x_smem},
+                         num_warps=WARPS, num_stages=stages),
            "tf32" if elem == 4 else "half")
     return out

@@ -64,8 +64,11 @@ STAGES = {80: 6, 96: 6, 144: 5, 160: 5, 192: 4}
 # slices 187.6 against 158.6 (128.3)). cuBLAS runs these in 2-CTA clusters (nvjet_..._2x1),
 # where TMA multicast can read A once for both tiles. triton 3.6's tl and Gluon do not
 # expose multicast, but kernels/register_fed.py issues it from Gluon as PTX on triton's
-# shared-memory offsets (register_fed.CLUSTER_CTAS): a Gluon form of this tile could do
-# the same (not tried).
+# shared-memory offsets (register_fed.CLUSTER_CTAS). At 128 rows that multicast did not
+# pay: register_fed.rows_2d (A's 128 rows one tile, W's 128-row tiles) in 2-CTA clusters
+# sharing A's tile ran 128x11008x4096 fp16 30.6 us against 29.9 in one CTA a tile (tf32
+# 53.7 / 52.4; cuBLAS 28.4 / 55.6; perf/fed_rows_probe.py, fifty-seventh session), so
+# re-reading A is not what holds these rows; a clustered form of this tile is not tried.
 MIN_SLICE_K = 2048
 MAX_M = UPPER_HEIGHTS[-1] + LOWER_HEIGHTS[-1]
 
