@@ -5,7 +5,10 @@ the library, in interleaved rounds of CUDA-graph replays after an L2 flush
 from.
 
     python perf/fed_rows_probe.py --case 128,11008,4096,tf32 [--case ...] \
-        [--tiles CTAS,STAGES ...] [--rounds 3]
+        [--tiles CTAS,STAGES[,BQ[,BP]] ...] [--rounds 3]
+
+BQ: A's rows a tile (default register_fed.ROWS_BQ); BP: the weight's rows a tile, 64 on
+one wgmma warpgroup (4 compute warps) or 128 on two (the module's).
 
 Each candidate is first checked against float64 on a NaN-poisoned output. GPU (Hopper)
 only.
@@ -27,17 +30,22 @@ if str(ROOT) not in sys.path:
 
 import triton_gemm  # noqa: E402
 from perf import bench  # noqa: E402
-from perf.tile_probe import interleaved  # noqa: E402
+from perf.tile_probe import constants, interleaved  # noqa: E402
 from triton_gemm.kernels import register_fed  # noqa: E402
 from triton_gemm.tolerances import rel_error, tolerance  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}
 
 
-def rows_product(a, w, out, ctas, stages, sms):
-    """out = a @ w.T on rows_2d's tile in clusters of ctas CTAs, rings of `stages` slots."""
-    return register_fed._launch(a, w.T, out, sms, w, a, True, True, w.shape[0], a.shape[0],
-                                ctas, register_fed.ROWS_BQ, stages)
+def rows_product(a, w, out, ctas, stages, sms, bq=None, bp=None):
+    """out = a @ w.T on rows_2d's tile (bq of A's rows, bp of the weight's: 64 on one
+    warpgroup, 128 on two) in clusters of ctas CTAs, rings of `stages` slots."""
+    bp = bp or register_fed.BP
+    warps = bp // 16
+    with constants(register_fed, BP=bp, WARPS=warps,
+                   MAX_REGISTERS=min(register_fed.max_registers(warps), 240)):
+        return register_fed._launch(a, w.T, out, sms, w, a, True, True, w.shape[0],
+                                    a.shape[0], ctas, bq or register_fed.ROWS_BQ, stages)
 
 
 def probe(case: str, tiles: list, rounds: int) -> None:
@@ -55,24 +63,25 @@ def probe(case: str, tiles: list, rounds: int) -> None:
     fns["library"]()
     print(f"{case} library config {triton_gemm.last_config()}")
     bound = tolerance(dtype, "tf32" if precision else "half")
-    for ctas, stages in tiles:
-        fn = functools.partial(rows_product, a, w, out, ctas, stages, sms)
+    for ctas, stages, *sizes in tiles:
+        fn = functools.partial(rows_product, a, w, out, ctas, stages, sms, *sizes)
+        label = f"c{ctas} s{stages}" + "".join(f" {v}" for v in sizes)
         out.fill_(float("nan"))
         try:
             fn()
             torch.cuda.synchronize()
         except Exception as exc:  # a candidate that does not compile or run: say so
-            print(f"{case} c{ctas} s{stages}: failed {type(exc).__name__}: {str(exc)[:300]}")
+            print(f"{case} {label}: failed {type(exc).__name__}: {str(exc)[:300]}")
             continue
         err = rel_error(out, ref)
-        print(f"{case} c{ctas} s{stages}: rel error {err:.1e}", flush=True)
+        print(f"{case} {label}: rel error {err:.1e}", flush=True)
         if err <= bound:
-            fns[f"c{ctas} s{stages}"] = fn
+            fns[label] = fn
     times = interleaved(fns, bench.cold_graph_ms, rounds)
     base = statistics.median(times["cublas"])
     for label, ts in times.items():
         t = statistics.median(ts)
-        print(f"{case} {label:10s} {t * 1e3:8.1f} us [{min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f}]"
+        print(f"{case} {label:16s} {t * 1e3:8.1f} us [{min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f}]"
               f" {base / t:5.3f}x", flush=True)
 
 
@@ -80,7 +89,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", required=True, metavar="M,N,K,DTYPE",
                         help="DTYPE: fp16, bf16 or tf32 (fp32 operands); the weight (N, K)")
-    parser.add_argument("--tiles", nargs="*", default=None, metavar="CTAS,STAGES",
+    parser.add_argument("--tiles", nargs="*", default=None, metavar="CTAS,STAGES[,BQ[,BP]]",
                         help="default: the module's (1 CTA, ROWS_STAGES) and 4 stages")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()

@@ -487,25 +487,37 @@ def test_few_rows_against_a_wide_k_major_weight_plan_rows_2d(precision, monkeypa
 
 
 def test_rows_2d_refuses_what_it_cannot_read():
-    """supports_rows: off the GPU (the interpreter) nothing; the layouts it reads are a
-    row-major A and a K-major B only, up to ROWS_BQ rows."""
-    a, w = torch.empty(128, 64), torch.empty(256, 64)
-    assert not register_fed.supports_rows(a, w.T, torch.empty(128, 256))
+    """supports_rows: off Hopper (the interpreter included) nothing; on it a row-major A of
+    up to ROWS_BQ rows and a K-major B only, in one dtype, with rows TMA can address."""
+    a, w = randn(128, 64, dtype=torch.float16), randn(256, 64, dtype=torch.float16)
+    out = torch.empty(128, 256, device=a.device, dtype=a.dtype)
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        assert not register_fed.supports_rows(a, w.T, out)
+        return
+    assert register_fed.supports_rows(a, w.T, out)
+    taller = randn(register_fed.ROWS_BQ + 1, 64, dtype=a.dtype)
+    refused = {"rows": (taller, w.T, out.new_empty(taller.shape[0], 256)),
+               "nn": (a, w.T.contiguous(), out), "tn": (a.T.contiguous().T, w.T, out),
+               "dtype": (a, w.T, out.float()),
+               "pitch": (a, randn(300, 64, dtype=a.dtype).T, out.new_empty(128, 300))}
+    for name, args in refused.items():
+        assert not register_fed.supports_rows(*args), name
 
 
 @gpu_only
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("m,n,k", [(128, 640, 1000), (100, 300, 64), (1, 256, 128),
+@pytest.mark.parametrize("m,n,k", [(128, 640, 1000), (100, 312, 64), (1, 256, 128),
                                    (128, 4224, 2080), (97, 33024, 96)])
 def test_rows_2d_computes_the_product(dtype, m, n, k):
     """C^T = W A^T on ROWS_BQ-row tiles of A: fewer rows than the tile (TMA reads zeros
     past them, the transposed store clips them), columns past the last weight tile, K past
     the last step and an odd count of steps, several tiles a program (258 on 132 SMs);
     NaN-poisoned output of the operands' dtype."""
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
+        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
     a, w = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype)
     out = torch.full((m, n), float("nan"), device=a.device, dtype=dtype)
-    if not register_fed.supports_rows(a, w.T, out):
-        pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    assert register_fed.supports_rows(a, w.T, out)
     assert not register_fed.supports_rows(a, w.T.contiguous(), out)  # nn
     assert not register_fed.supports_rows(randn(k, m, dtype=dtype).T, w.T, out)  # tn
     register_fed.rows_2d(a, w.T, out, torch.cuda.get_device_properties(0).multi_processor_count)
@@ -524,9 +536,9 @@ def test_linear_runs_few_rows_on_rows_2d_and_bias_on_the_plan_behind(dtype):
     takes rows_2d where the plan says so; linear with a bias (an epilogue rows_2d lacks)
     runs the plan made otherwise; both NaN-poisoned, both right."""
     m, n, k = register_fed.ROWS_BQ, 11008 if dtype == torch.float32 else 33024, 1024
-    a, w, bias = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype), randn(n, dtype=dtype)
-    if not register_fed.supports_rows(a, w.T, torch.empty(m, n, device=a.device, dtype=dtype)):
+    if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
         pytest.skip("the register-fed kernel needs Hopper (sm_90)")
+    a, w, bias = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype), randn(n, dtype=dtype)
     precision = "tf32" if dtype == torch.float32 else None
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert dispatch.plan(a[None], w.T[None], precision or "half", sms).fed_rows
