@@ -3,17 +3,14 @@ from registers. Where dispatch sends them (CPU), that the compiled kernel never 
 instruction overwrite a running wgmma's registers (offline sm_90a compile, no GPU), and the
 products themselves (GPU)."""
 
-import json
 import math
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import DEVICE, gpu_only, randn, requires_kernels
+from conftest import DEVICE, gpu_only, offline_build, randn, requires_kernels
 import triton_gemm
 from triton_gemm import dispatch, last_config
 from triton_gemm.kernels import common, register_fed
@@ -156,20 +153,24 @@ def test_the_hazard_scan_finds_a_fragment_loaded_under_a_running_wgmma():
         "/*2580*/ LDS R152, [R13+UR5+0x20000] ;"]
 
 
+def _offline_reports(reports: str) -> list:
+    """The sass_audit reports the expression `reports` (a list of sass_audit calls, its
+    names in scope) gives, compiled offline in a subprocess: triton.compile needs the
+    interpreter off."""
+    return offline_build("import json, sys; sys.path.insert(0, '.'); "
+                         "from perf import sass_audit; "
+                         "from perf.sass_audit import register_fed_report; "
+                         f"print(json.dumps({reports}))")
+
+
 @pytest.mark.parametrize("batched", [False, True], ids=["single", "batched"])
 def test_the_kernel_compiles_with_alternating_fragments_and_no_hazard(batched):
     """Offline for sm_90a (a subprocess: triton.compile needs the interpreter off): both
     output orientations issue register-fed HGMMA from two register sets (two K steps a
     turn), nothing writes a set while its wgmma runs, no spills, and the ring fits the
     H100's shared memory; so too the batched launch (3-D descriptors)."""
-    code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
-            "print(json.dumps([sass_audit.register_fed_report(t, batched="
-            f"{batched}) for t in (True, False)]))")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=False,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    for report in json.loads(done.stdout.strip().splitlines()[-1]):
+    for report in _offline_reports(f"[register_fed_report(t, batched={batched}) "
+                                   "for t in (True, False)]"):
         assert report["mma"] == "HGMMA.64x256x8.F32.TF32", report
         # Four k8 instructions a K step, each fragment four registers: two sets of 16.
         assert len(report["a_registers"]) == 8, report
@@ -189,14 +190,8 @@ def test_the_cluster_variant_compiles_with_its_shared_memory_where_its_ptx_says(
     fence but the four cluster syncs (start and end of both partitions), and the plain
     kernel's register, spill and hazard checks; fp16 too (a 16-bit output: the epilogue
     buffers halve and the barriers move down 16 KB)."""
-    code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
-            f"print(json.dumps([sass_audit.register_fed_report(t, ctas={ctas}, "
-            f"x_smem={x_smem}, dtype={dtype!r}) for t in (True, False)]))")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=False,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    for report in json.loads(done.stdout.strip().splitlines()[-1]):
+    for report in _offline_reports(f"[register_fed_report(t, ctas={ctas}, x_smem={x_smem}, "
+                                   f"dtype={dtype!r}) for t in (True, False)]"):
         assert report["offsets_ok"], report
         assert report["multicast_loads"] == 1, report
         assert report["remote_arrives"] == (2 if x_smem else 3) * ctas, report
@@ -217,14 +212,8 @@ def test_the_rows_tile_compiles_without_spills_within_shared_memory(dtype):
     fragments (so no hazard to check), no spills, the ring within the H100's shared memory;
     and in 2-CTA clusters (probed, not dispatched) its shared memory where its PTX strings
     say: Y's ring first though the two rings are the same size."""
-    code = ("import json, sys; sys.path.insert(0, '.'); from perf import sass_audit; "
-            f"print(json.dumps([sass_audit.register_fed_report(True, ctas=c, x_smem=True, "
-            f"dtype={dtype!r}, rows=True) for c in (1, 2)]))")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=False,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    one, clustered = json.loads(done.stdout.strip().splitlines()[-1])
+    one, clustered = _offline_reports(f"[register_fed_report(True, ctas=c, x_smem=True, "
+                                      f"dtype={dtype!r}, rows=True) for c in (1, 2)]")
     bq = register_fed.ROWS_BQ
     for report in (one, clustered):
         assert report["mma"] == (f"HGMMA.64x{bq}x8.F32.TF32" if dtype == "fp32"
