@@ -666,9 +666,9 @@ def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int) -> torch.
 # CUDA-graph us after the flush, three interleaved rounds, 1 CTA 6 stages / 1 CTA 4 stages
 # / 2 CTAs 6 stages / 4 CTAs 6 stages (cuBLAS): fp16 128x11008x4096 29.9 / 34.0 / 30.6 /
 # 30.7 (28.4), 128x28672x8192 126.6 / 136.8 / 126.0 / 124.4 (131.2); tf32 128x11008x4096
-# 52.4 / 60.9 / 53.7 / 54.0 (55.6). Clusters of four lost 46-48% at 128 tiles of 16384
-# columns (fp16 59.8 against 41.0 at K 4096; tf32 110.5 against 73.7): they did not all fit
-# at once.
+# 52.4 / 60.9 / 53.7 / 54.0 (55.6). Clusters of four took 46-50% longer at 128 tiles of
+# 16384 columns (fp16 59.8 against 41.0 at K 4096; tf32 110.5 against 73.7), probably as
+# not all of them fit at once (not checked).
 ROWS_BQ, ROWS_STAGES = 128, 6
 
 
