@@ -33,6 +33,10 @@ Written in Gluon (triton's explicit-layout dialect): triton's tl.dot on an N-maj
 operand re-lays it in shared memory (686-888 us at 4096^3), and its pipeliner has its own
 register-operand hazard (triton-lang/triton#9433). Hopper only; no interpreter.
 
+rows_2d runs a few rows against a K-major weight W (a linear layer's, nt) as C^T = W A^T
+in the shared-memory mode: W's rows are X, A's rows one Y tile of ROWS_BQ, C stored
+transposed; dispatch.FED_ROWS has the shapes it takes and its figures.
+
 bmm runs batches of products in one persistent launch (no clusters), its descriptors 3-D
 (product, rows, columns) with boxes one product deep, so TMA clips every box inside its
 product; the ring keeps its 2-D layout, seen as a box at each copy (_load, _store). tf32
