@@ -334,19 +334,22 @@ def test_matmul_runs_large_tf32_nn_and_tt_products_register_fed(layout):
 
 
 @gpu_only
-@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("layout", ["nn", "tt", "rows"])
 def test_register_fed_calls_replay_through_the_launch_cache(layout):
     """A second call of the signature on new operands is a replay (no planning, triton's
-    launcher bypassed; its descriptors rebuilt around the new addresses) and still right."""
+    launcher bypassed; its descriptors rebuilt around the new addresses) and still right;
+    rows: rows_2d's C^T on 128 rows against a K-major weight of 86 tiles (dispatch.FED_ROWS)."""
     from triton_gemm import launch_cache
     if not register_fed.supports(randn(8, 8), randn(8, 8), randn(8, 8)):
         pytest.skip("the register-fed kernel needs Hopper (sm_90)")
     if not launch_cache.ENABLED:
         pytest.skip("TRITON_GEMM_LAUNCH_CACHE=0")
-    m = n = k = 2048
+    m, n, k = (register_fed.ROWS_BQ, 11008, 1024) if layout == "rows" else (2048, 2048, 2048)
+    name = (f"gst_{register_fed.BP}x{register_fed.ROWS_BQ}x{register_fed.BK}"
+            f"_s{register_fed.ROWS_STAGES}" if layout == "rows" else RF_NAME)
 
     def operands():
-        a = randn(1, m, k) if layout == "nn" else randn(1, k, m).mT
+        a = randn(1, k, m).mT if layout == "tt" else randn(1, m, k)
         b = randn(1, k, n) if layout == "nn" else randn(1, n, k).mT
         return a, b
 
@@ -356,7 +359,7 @@ def test_register_fed_calls_replay_through_the_launch_cache(layout):
         a, b = operands()
         out = torch.full((1, m, n), float("nan"), device=a.device)
         launch_cache.run(a, b, out, None, alpha=1.0, beta=0.0, precision="tf32")
-        assert last_config() == RF_NAME
+        assert last_config() == name
         assert_close(out, a.double() @ b.double(), torch.float32, "tf32", layout,
                      operands=(a[0], b[0]))
     assert launch_cache.stats["replayed"] - replayed == 2
