@@ -680,14 +680,8 @@ def supports_rows(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
     """Whether rows_2d takes a (M, K) row-major and b (K, N) K-major (the transpose of a
     row-major weight (N, K)), fp16, bf16 or fp32 (tf32), M <= ROWS_BQ, into a row-major out
     (M, N) of their dtype, all three as TMA reads and writes them, on a Hopper GPU outside
-    the interpreter."""
-    if INTERPRETER or not (a.dtype == b.dtype == out.dtype and a.dtype in _GL_DTYPES):
-        return False
-    if a.dim() != 2 or b.dim() != 2 or out.stride(1) != 1 or not hopper(a.device):
-        return False
-    return (a.stride(1) == 1 and b.stride(0) == 1 and 0 < a.shape[0] <= ROWS_BQ
-            and min(a.shape + b.shape) > 0 and _tma_ok(a, a.stride(0))
-            and _tma_ok(b.T, b.stride(1)) and _tma_ok(out, out.stride(0)))
+    the interpreter: supports()'s nt layout (the same operands TMA reads) of few rows."""
+    return supports(a, b, out) and _operands(a, b)[3] and a.shape[0] <= ROWS_BQ
 
 
 def rows_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int) -> torch.Tensor:
