@@ -69,6 +69,14 @@ STAGES = {80: 6, 96: 6, 144: 5, 160: 5, 192: 4}
 # sharing A's tile ran 128x11008x4096 fp16 30.6 us against 29.9 in one CTA a tile (tf32
 # 53.7 / 52.4; cuBLAS 28.4 / 55.6; perf/fed_rows_probe.py, fifty-seventh session), so
 # re-reading A is not what holds these rows; a clustered form of this tile is not tried.
+# Nor did rows_2d with this tile's two parts pay (fifty-eighth session, not kept): a second
+# accumulator of 32 or 64 rows below its 128 against the same weight tile, its own ring
+# slots, warp-specialised as rows_2d, ran 160x28672x8192 fp16 155.8 us against 155.1 here
+# (cuBLAS 135.0), 160x11008x4096 36.4 / 36.1 (32.3), 192x28672x8192 166.6 / 169.5
+# (161.6); each K step's weight fragment loaded into registers once for both wgmmas (so
+# shared memory serves it once, not once a part) ran slower, 169.6 and 41.0 us at 160 rows;
+# 96 rows as 64 + 32 123.2 / 123.4 (122.1) and 30.9 / 30.3 (27.5) (perf/fed_rows_probe.py,
+# H200, CUDA-graph us after the flush, three interleaved rounds).
 MIN_SLICE_K = 2048
 MAX_M = UPPER_HEIGHTS[-1] + LOWER_HEIGHTS[-1]
 
