@@ -269,6 +269,13 @@ def persistent_family(dtype: torch.dtype, split: bool, m: int, n: int, sms: int)
 # nt 11.4 / 10.2 / 12.0 (9.8), 1024x1024x2048 15.2 / 14.0 / 16.8 (13.0). With more tiles
 # the mid family lost: 2000x1000x1000 (128 tiles) tuned to pm_128x128x64_s6, 16.8 against
 # 16.2 on p_128x128x64_w4 (the library, same timing; cuBLAS 15.0).
+# Nor did cuBLAS's recipe here (64x128 tiles in 2-CTA clusters sharing one operand's tile
+# by TMA multicast) pay on kernels/register_fed.py's nt mode, which has that multicast
+# (fifty-eighth session, perf/fed_rows_probe.py, H200, fp16 nt, CUDA-graph us after the
+# flush, three interleaved rounds, tiles of the weight's x A's rows, one CTA / clusters of
+# two (the library; cuBLAS)): 1024^3 64x128 11.3 / 12.4, 128x64 10.5 / -, 128x128 12.3 /
+# 13.4 (9.8; 9.4); 1000^3 64x128 13.7 / 12.9, 128x128 13.7 / 14.4 (12.0; 10.5); 2048^3
+# 128x128 29.5 / 31.4, 128x256 - / 29.7 (28.5; 28.2).
 SMALL_WAVE_MIN_TILES = 64
 
 
