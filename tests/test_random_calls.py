@@ -1,0 +1,153 @@
+"""Random calls of the public API against float64 torch: the dispatcher picks among many
+kernels, copies and plans by shape, layout, alignment, dtype and precision, and fixed test
+shapes sit on a few of its thresholds only. Each case draws its call from the session seed
+(TRITON_GEMM_TEST_SEED replays a session): the function (mm, matmul, bmm, addmm, baddbmm,
+linear), sizes around the dispatcher's thresholds, each operand stored contiguous,
+transposed or as a view into a larger tensor (an offset base, a pitch off 16 bytes),
+alpha / beta / bias / activation, and an out= tensor poisoned with NaN; the data is fresh.
+"""
+
+import random
+
+import pytest
+import torch
+
+import triton_gemm as tg
+from conftest import CASES, DEVICE, SESSION_SEED, randn, requires_kernels
+from triton_gemm.tolerances import random_sign_norm, rel_error, tolerance
+
+# Sizes on and beside the dispatcher's thresholds: GEMV and skinny rows (1-8, up to 64),
+# mid rows (65-256: tall tiles at 80-96 and 129-192, rows_2d at 96-128), 16-byte runs
+# (multiples of 8 and their neighbours), and on the GPU whole 128x128 tiles per SM, waves
+# and long K slices.
+SIZES = [1, 2, 3, 5, 8, 9, 16, 17, 31, 33, 48, 63, 64, 65]
+if DEVICE == "cuda":
+    SIZES += [80, 96, 100, 127, 128, 129, 144, 160, 192, 255, 256, 257, 384, 511, 512, 1000,
+              1024, 1025, 2048, 2050, 4096, 4104]
+    LONG_K = [8192, 16384, 65536]
+    MAX_MACS = 2 ** 34  # a product's multiply-adds: the case's float64 reference runs on CPU
+    MAX_ELEMENTS = 2 ** 26  # an operand's or the output's
+    CASE_COUNT = 128
+else:  # the interpreter runs every program on the CPU
+    LONG_K = [300, 1000]
+    MAX_MACS = 2 ** 18
+    MAX_ELEMENTS = 2 ** 14
+    CASE_COUNT = 48
+FUNCTIONS = ["mm", "matmul", "bmm", "addmm", "baddbmm", "linear"]
+ACTIVATIONS = [None, "relu", "gelu", "gelu_tanh", "silu"]  # linear()'s
+STORAGE = ["contiguous", "transposed", "view"]
+
+
+def _stored(rows: int, cols: int, dtype, storage: str) -> torch.Tensor:
+    """A fresh (rows, cols) operand: contiguous, the transpose of a contiguous one, or a
+    view into a larger tensor from row 1 and column 1 (its base one element past 16-byte
+    alignment, its pitch cols + 3)."""
+    if storage == "transposed":
+        return randn(cols, rows, dtype=dtype).t()
+    if storage == "view":
+        return randn(rows + 1, cols + 3, dtype=dtype)[1:, 1:cols + 1]
+    return randn(rows, cols, dtype=dtype)
+
+
+def _batched(batch: int, rows: int, cols: int, dtype, storage: str) -> torch.Tensor:
+    """As _stored, with a leading batch dimension (the views' products one pitch apart)."""
+    if storage == "transposed":
+        return randn(batch, cols, rows, dtype=dtype).transpose(1, 2)
+    if storage == "view":
+        return randn(batch, rows + 1, cols + 3, dtype=dtype)[:, 1:, 1:cols + 1]
+    return randn(batch, rows, cols, dtype=dtype)
+
+
+def _draw(index: int) -> dict:
+    """Case `index` of this session: the call's function, sizes, dtype, storage and the
+    extras its function takes."""
+    rng = random.Random(SESSION_SEED * 1009 + index)
+    dtype, precision = rng.choice(CASES)
+    fn = rng.choice(FUNCTIONS)
+    batch = rng.choice([1, 2, 3, 8]) if fn in ("bmm", "baddbmm", "matmul") else 1
+    while True:
+        m, n = rng.choice(SIZES), rng.choice(SIZES)
+        k = rng.choice(SIZES + LONG_K)
+        if (batch * m * n * k <= MAX_MACS
+                and max(batch * m * k, batch * k * n, batch * m * n) <= MAX_ELEMENTS):
+            break
+    case = {"fn": fn, "dtype": dtype, "precision": precision, "batch": batch, "m": m,
+            "n": n, "k": k, "a": rng.choice(STORAGE), "b": rng.choice(STORAGE)}
+    if fn in ("addmm", "baddbmm"):
+        case.update(alpha=rng.choice([1.0, 1.0, 0.5, -2.0, 0.0]),
+                    beta=rng.choice([1.0, 1.0, 0.0, 0.25]),
+                    input=rng.choice(["row", "matrix", "column", "scalar"]))
+    if fn == "matmul" and batch > 1:
+        case["b_2d"] = rng.random() < 0.5  # broadcast against a 2-D b
+    if fn == "linear":
+        case.update(bias=rng.random() < 0.7, activation=rng.choice(ACTIVATIONS))
+    else:
+        case["out"] = rng.random() < 0.3
+    return case
+
+
+def _activation(z: torch.Tensor, name) -> torch.Tensor:
+    if name is None:
+        return z
+    if name == "gelu_tanh":
+        return torch.nn.functional.gelu(z, approximate="tanh")
+    return {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
+            "silu": torch.nn.functional.silu}[name](z)
+
+
+def _input(case: dict) -> torch.Tensor:
+    """addmm's / baddbmm's input, broadcast as torch allows: a row, a column, a scalar, or
+    the whole output."""
+    lead = (case["batch"], ) if case["fn"] == "baddbmm" else ()
+    shape = {"row": (case["n"], ), "column": (case["m"], 1), "scalar": (),
+             "matrix": lead + (case["m"], case["n"])}[case["input"]]
+    return randn(*shape, dtype=case["dtype"])
+
+
+def _call(case: dict):
+    """(result, float64 reference, the scale of the product's rounding, out= or None)."""
+    dtype, fn, batch, m, n, k = (case[key] for key in ("dtype", "fn", "batch", "m", "n", "k"))
+    kw = {"precision": case["precision"]}
+    if fn == "linear":  # the weight (N, K) stored as case["b"] says
+        x, w = _stored(m, k, dtype, case["a"]), _stored(n, k, dtype, case["b"])
+        bias = randn(n, dtype=dtype) if case["bias"] else None
+        ref = torch.matmul(x.double().cpu(), w.double().cpu().T)
+        if bias is not None:
+            ref = ref + bias.double().cpu()
+        got = tg.linear(x, w, bias, activation=case["activation"], **kw)
+        return got, _activation(ref, case["activation"]), random_sign_norm(x, w.T), None
+    if batch > 1 or fn in ("bmm", "baddbmm"):
+        a = _batched(batch, m, k, dtype, case["a"])
+        b = (_stored(k, n, dtype, case["b"]) if case.get("b_2d")
+             else _batched(batch, k, n, dtype, case["b"]))
+    else:
+        a, b = _stored(m, k, dtype, case["a"]), _stored(k, n, dtype, case["b"])
+    product = torch.matmul(a.double().cpu(), b.double().cpu())
+    scale = random_sign_norm(a, b)
+    out = (torch.full(product.shape, float("nan"), dtype=dtype, device=a.device)
+           if case["out"] else None)
+    if fn in ("addmm", "baddbmm"):
+        alpha, beta, c = case["alpha"], case["beta"], _input(case)
+        ref = alpha * product + (beta * c.double().cpu() if beta != 0 else 0)
+        call = tg.addmm if fn == "addmm" else tg.baddbmm
+        return call(c, a, b, alpha=alpha, beta=beta, out=out, **kw), ref, abs(alpha) * scale, out
+    call = {"mm": tg.mm, "bmm": tg.bmm, "matmul": tg.matmul}[fn]
+    return call(a, b, out=out, **kw), product, scale, out
+
+
+@requires_kernels
+@pytest.mark.parametrize("index", range(CASE_COUNT))
+def test_random_call_matches_float64(index):
+    """Case `index` of this session's draw, within its precision's tolerance of float64
+    (scaled to its product's rounding, as assert_close), of the dtype and shape torch gives,
+    written into out= where one was passed."""
+    case = _draw(index)
+    what = f"{case} (TRITON_GEMM_TEST_SEED={SESSION_SEED})"
+    got, ref, scale, out = _call(case)
+    assert got.dtype == case["dtype"] and got.device.type == DEVICE, what
+    assert got.shape == ref.shape, f"{what}: shape {tuple(got.shape)} != {tuple(ref.shape)}"
+    if out is not None:
+        assert got.data_ptr() == out.data_ptr(), f"{what}: out= not returned"
+    err = rel_error(got, ref, scale)
+    bound = tolerance(case["dtype"], case["precision"])
+    assert err <= bound, f"{what}: relative error {err:.3e} > {bound:.1e}"
