@@ -163,6 +163,37 @@ def test_empty_dimensions(dtype):
     assert tg.matmul(randn(0, 3, 4, dtype=dtype), randn(4, 2, dtype=dtype)).shape == (0, 3, 2)
 
 
+# Outputs large enough for the GPU's planned paths (the persistent TMA kernel, rows_2d,
+# batched TMA tiles) over K = 0, which alpha = 0 runs too: no TMA descriptor of an empty
+# dimension (one failed to build for addmm(alpha=0) of 11008x144 tf32 before).
+EMPTY_K = [(1, 7, 5)] + ([(1, 11008, 144), (1, 4096, 4096), (1, 128, 16896), (8, 1024, 1024)]
+                         if DEVICE == "cuda" else [(3, 40, 24)])
+
+
+@requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("batch,m,n", EMPTY_K, ids=str)
+def test_no_product_at_any_output_size(dtype, precision, batch, m, n):
+    """K = 0 gives zeros (mm, matmul into a NaN-poisoned out=), beta * input (addmm), and
+    alpha = 0 ignores the product, NaN included, at every size the dispatcher plans for."""
+    lead = (batch, ) if batch > 1 else ()
+    a, b = randn(*lead, m, 0, dtype=dtype), randn(*lead, 0, n, dtype=dtype)
+    zeros = torch.zeros(*lead, m, n, dtype=dtype)
+    assert torch.equal(tg.matmul(a, b, precision=precision).cpu(), zeros)
+    out = torch.full(zeros.shape, float("nan"), dtype=dtype, device=DEVICE)
+    assert tg.matmul(a, b, precision=precision, out=out) is out
+    assert torch.equal(out.cpu(), zeros)
+    add = tg.addmm if batch == 1 else tg.baddbmm
+    c = randn(*zeros.shape, dtype=dtype)
+    expected = (0.5 * c.double()).to(dtype).cpu()
+    assert torch.equal(add(c, a, b, beta=0.5, precision=precision).cpu(), expected)
+    a_nan = randn(*lead, m, 64, dtype=dtype)
+    a_nan.view(-1)[0] = float("nan")
+    got = add(c, a_nan, randn(*lead, 64, n, dtype=dtype), beta=0.5, alpha=0,
+              precision=precision)
+    assert torch.equal(got.cpu(), expected)
+
+
 # Operand shapes with a zero-sized dimension on the batched and folded paths, where a
 # reshape cannot infer a size (K or N of 0 made reshape(-1, ...) raise).
 EMPTY_BATCHED = [((2, 3, 0), (0, 4)), ((2, 3, 4), (4, 0)), ((3,), (2, 3, 0)),

@@ -1288,3 +1288,18 @@ def test_large_products_with_rows_off_a_sector_run_their_plans(dtype):
         dispatch.run(a, b, out, d, alpha=0.5, beta=2.0, precision="half")
         ref = 0.5 * (a.double() @ b.double()) + 2.0 * d.double()
         assert_close(out, ref, dtype, None, f"{m}x{n}x{k} {kind}")
+
+
+@pytest.mark.parametrize("precision", ["half", "tf32", "tf32x3", "ieee"])
+def test_no_product_plans_the_plain_kernel(precision):
+    """K = 0 (alpha = 0 runs so too) plans the plain kernel whatever the output's size: the
+    paths planned at K > 0 (persistent TMA tiles, rows_2d, split-K, copies) have nothing to
+    compute, and TMA takes no empty dimension."""
+    dtype = torch.float16 if precision == "half" else torch.float32
+    plain = dispatch.Plan(pad=False, a_k_major=False, b_k_major=False)
+    for m, n, k, b_k_major in ((4096, 4096, 4096, False), (11008, 144, 512, True),
+                               (128, 16896, 4096, True), (16, 8192, 8192, True),
+                               (4097, 4097, 4097, False)):
+        assert single_plan(m, n, k, dtype, b_k_major, precision=precision) != plain
+        assert single_plan(m, n, 0, dtype, b_k_major, precision=precision) == plain
+    assert single_plan(1024, 1024, 0, dtype, batch=8, precision=precision) == plain

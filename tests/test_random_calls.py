@@ -18,12 +18,13 @@ from triton_gemm.tolerances import random_sign_norm, rel_error, tolerance
 
 # Sizes on and beside the dispatcher's thresholds: GEMV and skinny rows (1-8, up to 64),
 # mid rows (65-256: tall tiles at 80-96 and 129-192, rows_2d at 96-128), 16-byte runs
-# (multiples of 8 and their neighbours), and on the GPU whole 128x128 tiles per SM, waves
-# and long K slices.
+# (multiples of 8 and their neighbours), and on the GPU whole 128x128 tiles per SM, waves,
+# weights wide enough for rows_2d (dispatch.FED_ROWS: a wave of 128-row tiles, 16896) and
+# long K slices.
 SIZES = [1, 2, 3, 5, 8, 9, 16, 17, 31, 33, 48, 63, 64, 65]
 if DEVICE == "cuda":
     SIZES += [80, 96, 100, 127, 128, 129, 144, 160, 192, 255, 256, 257, 384, 511, 512, 1000,
-              1024, 1025, 2048, 2050, 4096, 4104]
+              1024, 1025, 2048, 2050, 4096, 4104, 11008, 16896]
     LONG_K = [8192, 16384, 65536]
     MAX_MACS = 2 ** 34  # a product's multiply-adds: the case's float64 reference runs on CPU
     MAX_ELEMENTS = 2 ** 26  # an operand's or the output's

@@ -811,6 +811,11 @@ def plan(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = Non
     count (None: plain kernel only); tma: whether the persistent TMA kernel can run there
     (Hopper; default: whenever sms is given); dram_gbps: its memory's bandwidth (GB/s;
     None: unknown, the slower device's rules)."""
+    if a.shape[2] == 0:
+        # No product (K = 0, as ops.gemm_into runs alpha = 0): the plain kernel writes beta
+        # * D and the activation alone. TMA takes no empty dimension (a descriptor of K = 0
+        # fails to build), and no copy or split has anything to do.
+        return Plan(pad=False, a_k_major=False, b_k_major=False)
     tma = sms is not None if tma is None else tma
     p = _base_plan(a, b, precision, sms, tma, dram_gbps)
     batch, m, k = a.shape
