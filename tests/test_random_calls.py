@@ -14,7 +14,8 @@ import torch
 
 import triton_gemm as tg
 from conftest import CASES, DEVICE, SESSION_SEED, randn, requires_kernels
-from triton_gemm.tolerances import random_sign_norm, rel_error, tolerance
+from triton_gemm.tolerances import (ACTIVATION_GRADIENT_FACTOR, random_sign_norm, rel_error,
+                                    tolerance)
 
 # Sizes on and beside the dispatcher's thresholds: GEMV and skinny rows (1-8, up to 64),
 # mid rows (65-256: tall tiles at 80-96 and 129-192, rows_2d at 96-128), 16-byte runs
@@ -152,3 +153,72 @@ def test_random_call_matches_float64(index):
     err = rel_error(got, ref, scale)
     bound = tolerance(case["dtype"], case["precision"])
     assert err <= bound, f"{what}: relative error {err:.3e} > {bound:.1e}"
+
+
+def _leaf(rows: int, cols: int, dtype, storage: str, lead: tuple = ()) -> torch.Tensor:
+    """A fresh operand as _stored / _batched, made a leaf that takes a gradient."""
+    t = _batched(lead[0], rows, cols, dtype, storage) if lead else _stored(rows, cols, dtype,
+                                                                          storage)
+    return t.detach().requires_grad_(True)
+
+
+def _grad_error(got: torch.Tensor, ref: torch.Tensor, scale: float) -> float:
+    assert got is not None and got.shape == ref.shape, (None if got is None else got.shape)
+    return rel_error(got, ref, scale)
+
+
+@requires_kernels
+@pytest.mark.parametrize("index", range(CASE_COUNT // 4))
+def test_random_backward_matches_float64(index):
+    """Gradients of a random linear (bias, a smooth activation or none) or matmul (batched,
+    broadcast) call, each operand stored as _stored draws it, against float64 autograd,
+    each within its precision's tolerance scaled to its own product's rounding (through an
+    activation ACTIVATION_GRADIENT_FACTOR times it; relu, whose mask flips with Z's
+    rounding near 0, is left to test_autograd's fixed cases)."""
+    rng = random.Random(SESSION_SEED * 1013 + index)
+    dtype, precision = rng.choice(CASES)
+    fn = rng.choice(["linear", "matmul"])
+    batch = rng.choice([1, 1, 2, 3])
+    while True:
+        m, n, k = rng.choice(SIZES), rng.choice(SIZES), rng.choice(SIZES)
+        if (3 * batch * m * n * k <= MAX_MACS
+                and max(batch * m * k, batch * k * n, batch * m * n) <= MAX_ELEMENTS):
+            break
+    storage = (rng.choice(STORAGE), rng.choice(STORAGE))
+    case = {"fn": fn, "dtype": dtype, "precision": precision, "batch": batch, "m": m, "n": n,
+            "k": k, "storage": storage}
+    lead = (batch, ) if batch > 1 else ()
+    if fn == "linear":
+        activation = rng.choice([a for a in ACTIVATIONS if a != "relu"])
+        case.update(activation=activation)
+        x, w = _leaf(m, k, dtype, storage[0], lead), _leaf(n, k, dtype, storage[1])
+        bias = randn(n, dtype=dtype).requires_grad_(True)
+        leaves = (x, w, bias)
+        got = tg.linear(x, w, bias, activation=activation, precision=precision)
+    else:
+        b_lead = lead if rng.random() < 0.5 else ()  # a 2-D b broadcast over a's batch
+        case.update(b_batched=bool(b_lead))
+        leaves = (_leaf(m, k, dtype, storage[0], lead), _leaf(k, n, dtype, storage[1], b_lead))
+        got = tg.matmul(*leaves, precision=precision)
+    cotangent = randn(*got.shape, dtype=dtype)
+    got.backward(cotangent)
+    refs = [t.detach().double().cpu().requires_grad_(True) for t in leaves]
+    if fn == "linear":
+        z = torch.nn.functional.linear(refs[0], refs[1], refs[2])
+        z.retain_grad()
+        _activation(z, case["activation"]).backward(cotangent.double().cpu())
+        g = z.grad  # the gradient each product of the backward multiplies
+        scales = (random_sign_norm(g, refs[1]), random_sign_norm(g.reshape(-1, n).T,
+                  refs[0].detach().reshape(-1, k)), g.norm().item())
+    else:
+        torch.matmul(*refs).backward(cotangent.double().cpu())
+        g = cotangent.double().cpu()
+        scales = (random_sign_norm(g, refs[1].detach().mT),
+                  random_sign_norm(refs[0].detach().mT, g))
+    bound = tolerance(dtype, precision)
+    if case.get("activation") is not None:
+        bound *= ACTIVATION_GRADIENT_FACTOR
+    what = f"{case} (TRITON_GEMM_TEST_SEED={SESSION_SEED})"
+    for name, leaf, ref, scale in zip(("first", "second", "bias"), leaves, refs, scales):
+        err = _grad_error(leaf.grad, ref.grad, scale)
+        assert err <= bound, f"{what}: {name} operand's gradient relative error {err:.3e}"
