@@ -40,24 +40,25 @@ ACTIVATIONS = [None, "relu", "gelu", "gelu_tanh", "silu"]  # linear()'s
 STORAGE = ["contiguous", "transposed", "view"]
 
 
-def _stored(rows: int, cols: int, dtype, storage: str) -> torch.Tensor:
-    """A fresh (rows, cols) operand: contiguous, the transpose of a contiguous one, or a
-    view into a larger tensor from row 1 and column 1 (its base one element past 16-byte
-    alignment, its pitch cols + 3)."""
+def _stored(rows: int, cols: int, dtype, storage: str, lead: tuple = ()) -> torch.Tensor:
+    """A fresh (*lead, rows, cols) operand: contiguous, the transpose of a contiguous one,
+    or a view into a larger tensor from row 1 and column 1 (its base one element past
+    16-byte alignment, its pitch cols + 3)."""
     if storage == "transposed":
-        return randn(cols, rows, dtype=dtype).t()
+        return randn(*lead, cols, rows, dtype=dtype).transpose(-1, -2)
     if storage == "view":
-        return randn(rows + 1, cols + 3, dtype=dtype)[1:, 1:cols + 1]
-    return randn(rows, cols, dtype=dtype)
+        return randn(*lead, rows + 1, cols + 3, dtype=dtype)[..., 1:, 1:cols + 1]
+    return randn(*lead, rows, cols, dtype=dtype)
 
 
-def _batched(batch: int, rows: int, cols: int, dtype, storage: str) -> torch.Tensor:
-    """As _stored, with a leading batch dimension (the views' products one pitch apart)."""
-    if storage == "transposed":
-        return randn(batch, cols, rows, dtype=dtype).transpose(1, 2)
-    if storage == "view":
-        return randn(batch, rows + 1, cols + 3, dtype=dtype)[:, 1:, 1:cols + 1]
-    return randn(batch, rows, cols, dtype=dtype)
+def _sizes(rng: random.Random, batch: int, products: int = 1, ks: list = SIZES + LONG_K) -> tuple:
+    """(m, n, k), k from ks, within MAX_MACS for `products` products of them and within
+    MAX_ELEMENTS an operand, a batch of `batch`."""
+    while True:
+        m, n, k = rng.choice(SIZES), rng.choice(SIZES), rng.choice(ks)
+        if (products * batch * m * n * k <= MAX_MACS
+                and max(batch * m * k, batch * k * n, batch * m * n) <= MAX_ELEMENTS):
+            return m, n, k
 
 
 def _draw(index: int) -> dict:
@@ -67,12 +68,7 @@ def _draw(index: int) -> dict:
     dtype, precision = rng.choice(CASES)
     fn = rng.choice(FUNCTIONS)
     batch = rng.choice([1, 2, 3, 8]) if fn in ("bmm", "baddbmm", "matmul") else 1
-    while True:
-        m, n = rng.choice(SIZES), rng.choice(SIZES)
-        k = rng.choice(SIZES + LONG_K)
-        if (batch * m * n * k <= MAX_MACS
-                and max(batch * m * k, batch * k * n, batch * m * n) <= MAX_ELEMENTS):
-            break
+    m, n, k = _sizes(rng, batch)
     case = {"fn": fn, "dtype": dtype, "precision": precision, "batch": batch, "m": m,
             "n": n, "k": k, "a": rng.choice(STORAGE), "b": rng.choice(STORAGE)}
     if fn in ("addmm", "baddbmm"):
@@ -118,12 +114,9 @@ def _call(case: dict):
             ref = ref + bias.double().cpu()
         got = tg.linear(x, w, bias, activation=case["activation"], **kw)
         return got, _activation(ref, case["activation"]), random_sign_norm(x, w.T), None
-    if batch > 1 or fn in ("bmm", "baddbmm"):
-        a = _batched(batch, m, k, dtype, case["a"])
-        b = (_stored(k, n, dtype, case["b"]) if case.get("b_2d")
-             else _batched(batch, k, n, dtype, case["b"]))
-    else:
-        a, b = _stored(m, k, dtype, case["a"]), _stored(k, n, dtype, case["b"])
+    lead = (batch, ) if batch > 1 or fn in ("bmm", "baddbmm") else ()
+    a = _stored(m, k, dtype, case["a"], lead)
+    b = _stored(k, n, dtype, case["b"], () if case.get("b_2d") else lead)
     product = torch.matmul(a.double().cpu(), b.double().cpu())
     scale = random_sign_norm(a, b)
     out = (torch.full(product.shape, float("nan"), dtype=dtype, device=a.device)
@@ -156,10 +149,8 @@ def test_random_call_matches_float64(index):
 
 
 def _leaf(rows: int, cols: int, dtype, storage: str, lead: tuple = ()) -> torch.Tensor:
-    """A fresh operand as _stored / _batched, made a leaf that takes a gradient."""
-    t = _batched(lead[0], rows, cols, dtype, storage) if lead else _stored(rows, cols, dtype,
-                                                                          storage)
-    return t.detach().requires_grad_(True)
+    """A fresh operand as _stored gives it, made a leaf that takes a gradient."""
+    return _stored(rows, cols, dtype, storage, lead).detach().requires_grad_(True)
 
 
 def _grad_error(got: torch.Tensor, ref: torch.Tensor, scale: float) -> float:
@@ -179,11 +170,7 @@ def test_random_backward_matches_float64(index):
     dtype, precision = rng.choice(CASES)
     fn = rng.choice(["linear", "matmul"])
     batch = rng.choice([1, 1, 2, 3])
-    while True:
-        m, n, k = rng.choice(SIZES), rng.choice(SIZES), rng.choice(SIZES)
-        if (3 * batch * m * n * k <= MAX_MACS
-                and max(batch * m * k, batch * k * n, batch * m * n) <= MAX_ELEMENTS):
-            break
+    m, n, k = _sizes(rng, batch, products=3, ks=SIZES)  # the forward and two gradients
     storage = (rng.choice(STORAGE), rng.choice(STORAGE))
     case = {"fn": fn, "dtype": dtype, "precision": precision, "batch": batch, "m": m, "n": n,
             "k": k, "storage": storage}
