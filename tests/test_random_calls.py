@@ -4,7 +4,8 @@ shapes sit on a few of its thresholds only. Each case draws its call from the se
 (TRITON_GEMM_TEST_SEED replays a session): the function (mm, matmul, bmm, addmm, baddbmm,
 linear), sizes around the dispatcher's thresholds, each operand stored contiguous,
 transposed or as a view into a larger tensor (an offset base, a pitch off 16 bytes),
-alpha / beta / bias / activation, and an out= tensor poisoned with NaN; the data is fresh.
+alpha / beta / bias / activation, vector operands, and an out= tensor (contiguous or a
+transposed view) poisoned with NaN; the data is fresh.
 """
 
 import random
@@ -79,8 +80,10 @@ def _draw(index: int) -> dict:
         case["b_2d"] = rng.random() < 0.5  # broadcast against a 2-D b
     if fn == "linear":
         case.update(bias=rng.random() < 0.7, activation=rng.choice(ACTIVATIONS))
-    else:
-        case["out"] = rng.random() < 0.3
+    else:  # out= (poisoned with NaN) where drawn: contiguous, or a transposed view
+        case["out"] = rng.random() < 0.3 and rng.choice(["contiguous", "transposed"])
+    if fn == "matmul" and batch == 1:
+        case["vector"] = rng.choice([None, None, "a", "b"])  # that operand's first row / column
     return case
 
 
@@ -117,10 +120,17 @@ def _call(case: dict):
     lead = (batch, ) if batch > 1 or fn in ("bmm", "baddbmm") else ()
     a = _stored(m, k, dtype, case["a"], lead)
     b = _stored(k, n, dtype, case["b"], () if case.get("b_2d") else lead)
+    a, b = (a[0] if case.get("vector") == "a" else a), (b[:, 0] if case.get("vector") == "b"
+                                                        else b)
     product = torch.matmul(a.double().cpu(), b.double().cpu())
-    scale = random_sign_norm(a, b)
-    out = (torch.full(product.shape, float("nan"), dtype=dtype, device=a.device)
-           if case["out"] else None)
+    scale = random_sign_norm(a.reshape(-1, k) if a.dim() == 1 else a,
+                             b.reshape(k, -1) if b.dim() == 1 else b)
+    out = None
+    if case["out"]:
+        transposed = case["out"] == "transposed" and product.dim() >= 2  # not a vector
+        shape = product.mT.shape if transposed else product.shape
+        out = torch.full(shape, float("nan"), dtype=dtype, device=a.device)
+        out = out.mT if transposed else out
     if fn in ("addmm", "baddbmm"):
         alpha, beta, c = case["alpha"], case["beta"], _input(case)
         ref = alpha * product + (beta * c.double().cpu() if beta != 0 else 0)
