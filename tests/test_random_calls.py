@@ -68,7 +68,7 @@ def _draw(index: int) -> dict:
     rng = random.Random(SESSION_SEED * 1009 + index)
     dtype, precision = rng.choice(CASES)
     fn = rng.choice(FUNCTIONS)
-    batch = rng.choice([1, 2, 3, 8]) if fn in ("bmm", "baddbmm", "matmul") else 1
+    batch = rng.choice([1, 2, 3, 8]) if fn != "mm" and fn != "addmm" else 1
     m, n, k = _sizes(rng, batch)
     case = {"fn": fn, "dtype": dtype, "precision": precision, "batch": batch, "m": m,
             "n": n, "k": k, "a": rng.choice(STORAGE), "b": rng.choice(STORAGE)}
@@ -109,8 +109,9 @@ def _call(case: dict):
     """(result, float64 reference, the scale of the product's rounding, out= or None)."""
     dtype, fn, batch, m, n, k = (case[key] for key in ("dtype", "fn", "batch", "m", "n", "k"))
     kw = {"precision": case["precision"]}
-    if fn == "linear":  # the weight (N, K) stored as case["b"] says
-        x, w = _stored(m, k, dtype, case["a"]), _stored(n, k, dtype, case["b"])
+    if fn == "linear":  # the weight (N, K) stored as case["b"] says; x (batch, M, K) if batched
+        x = _stored(m, k, dtype, case["a"], (batch, ) if batch > 1 else ())
+        w = _stored(n, k, dtype, case["b"])
         bias = randn(n, dtype=dtype) if case["bias"] else None
         ref = torch.matmul(x.double().cpu(), w.double().cpu().T)
         if bias is not None:
