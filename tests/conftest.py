@@ -40,6 +40,14 @@ CASES = [
 ]
 CASE_IDS = ["fp32-ieee", "fp32-tf32", "fp32-tf32x3", "fp16", "bf16"]
 
+# linear()'s fused activations as torch computes them (the tests' references).
+TORCH_ACTIVATIONS = {
+    "relu": torch.relu,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda z: torch.nn.functional.gelu(z, approximate="tanh"),
+    "silu": torch.nn.functional.silu,
+}
+
 
 # Fresh data every session; TRITON_GEMM_TEST_SEED=<n> replays a failing one.
 SESSION_SEED = int(os.environ.get("TRITON_GEMM_TEST_SEED", random.SystemRandom().randrange(2**31)))

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import triton_gemm as tg
-from conftest import DEVICE, randn, requires_kernels
+from conftest import DEVICE, TORCH_ACTIVATIONS, randn, requires_kernels
 from triton_gemm import ops
 from triton_gemm.tolerances import assert_close, rel_error, tolerance
 
@@ -173,16 +173,8 @@ def test_patch_swaps_every_linear_in_place_and_trains():
     assert all(p.grad is not None for p in model.parameters())
 
 
-_TORCH_ACT = {
-    "relu": torch.relu,
-    "gelu": torch.nn.functional.gelu,
-    "gelu_tanh": lambda z: torch.nn.functional.gelu(z, approximate="tanh"),
-    "silu": torch.nn.functional.silu,
-}
-
-
 @requires_kernels
-@pytest.mark.parametrize("activation", list(_TORCH_ACT))
+@pytest.mark.parametrize("activation", list(TORCH_ACTIVATIONS))
 @pytest.mark.parametrize("with_bias", [True, False])
 @pytest.mark.parametrize("dtype,precision", [(torch.float32, "ieee"), (torch.bfloat16, None)],
                          ids=["fp32-ieee", "bf16"])
@@ -194,7 +186,7 @@ def test_fused_activation_forward_and_gradients(activation, with_bias, dtype, pr
         return tg.linear(x, w, b, activation=activation, precision=precision)
 
     def ref(x, w, b=None):
-        return _TORCH_ACT[activation](torch.nn.functional.linear(x, w, b))
+        return TORCH_ACTIVATIONS[activation](torch.nn.functional.linear(x, w, b))
 
     out, grads = _grads(ours, [_leaf(t, dtype) for t in base], cot.to(dtype))
     ref_out, ref_grads = _grads(ref, [_leaf(t, dtype).double().cpu().detach().requires_grad_()

@@ -5,7 +5,7 @@ themselves (GPU)."""
 import pytest
 import torch
 
-from conftest import DEVICE, gpu_only, offline_build, randn, requires_kernels
+from conftest import DEVICE, TORCH_ACTIVATIONS, gpu_only, offline_build, randn, requires_kernels
 import triton_gemm
 from triton_gemm import configs, dispatch, last_config
 from triton_gemm.kernels import persistent, pingpong
@@ -292,13 +292,8 @@ def test_the_api_runs_planned_products_on_it_and_the_rest_elsewhere(dtype):
                  operands=(a[0], b[0]))
 
 
-_ACTIVATIONS = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
-                "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-                "silu": torch.nn.functional.silu}
-
-
 @gpu_only
-@pytest.mark.parametrize("activation", [None, *_ACTIVATIONS])
+@pytest.mark.parametrize("activation", [None, *TORCH_ACTIVATIONS])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_the_epilogue_takes_bias_rows_alpha_beta_and_activations(dtype, activation):
     """linear with a bias and each activation (fused), addmm with alpha and beta, baddbmm
@@ -308,7 +303,7 @@ def test_the_epilogue_takes_bias_rows_alpha_beta_and_activations(dtype, activati
     from triton_gemm.kernels.epilogue import ACTIVATIONS
     if not _hopper():
         pytest.skip("kernels/pingpong.py needs Hopper (sm_90)")
-    act = _ACTIVATIONS.get(activation, lambda x: x)
+    act = TORCH_ACTIVATIONS.get(activation, lambda x: x)
     x, w, bias = (randn(4096, 1024, dtype=dtype), randn(4096, 1024, dtype=dtype),
                   randn(4096, dtype=dtype))
     y = triton_gemm.linear(x, w, bias, activation=activation)

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import triton_gemm as tg
-from conftest import CASES, DEVICE, SESSION_SEED, randn, requires_kernels
+from conftest import (CASES, DEVICE, SESSION_SEED, TORCH_ACTIVATIONS, randn,
+                      requires_kernels)
 from triton_gemm.tolerances import (ACTIVATION_GRADIENT_FACTOR, random_sign_norm, rel_error,
                                     tolerance)
 
@@ -37,7 +38,7 @@ else:  # the interpreter runs every program on the CPU
     MAX_ELEMENTS = 2 ** 14
     CASE_COUNT = 48
 FUNCTIONS = ["mm", "matmul", "bmm", "addmm", "baddbmm", "linear"]
-ACTIVATIONS = [None, "relu", "gelu", "gelu_tanh", "silu"]  # linear()'s
+ACTIVATIONS = [None, *TORCH_ACTIVATIONS]  # linear()'s
 STORAGE = ["contiguous", "transposed", "view"]
 
 
@@ -68,7 +69,7 @@ def _draw(index: int) -> dict:
     rng = random.Random(SESSION_SEED * 1009 + index)
     dtype, precision = rng.choice(CASES)
     fn = rng.choice(FUNCTIONS)
-    batch = rng.choice([1, 2, 3, 8]) if fn != "mm" and fn != "addmm" else 1
+    batch = rng.choice([1, 2, 3, 8]) if fn not in ("mm", "addmm") else 1
     m, n, k = _sizes(rng, batch)
     case = {"fn": fn, "dtype": dtype, "precision": precision, "batch": batch, "m": m,
             "n": n, "k": k, "a": rng.choice(STORAGE), "b": rng.choice(STORAGE)}
@@ -88,12 +89,7 @@ def _draw(index: int) -> dict:
 
 
 def _activation(z: torch.Tensor, name) -> torch.Tensor:
-    if name is None:
-        return z
-    if name == "gelu_tanh":
-        return torch.nn.functional.gelu(z, approximate="tanh")
-    return {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
-            "silu": torch.nn.functional.silu}[name](z)
+    return z if name is None else TORCH_ACTIVATIONS[name](z)
 
 
 def _input(case: dict) -> torch.Tensor:
@@ -153,7 +149,7 @@ def test_random_call_matches_float64(index):
     assert got.dtype == case["dtype"] and got.device.type == DEVICE, what
     assert got.shape == ref.shape, f"{what}: shape {tuple(got.shape)} != {tuple(ref.shape)}"
     if out is not None:
-        assert got.data_ptr() == out.data_ptr(), f"{what}: out= not returned"
+        assert got is out, f"{what}: out= not returned"
     err = rel_error(got, ref, scale)
     bound = tolerance(case["dtype"], case["precision"])
     assert err <= bound, f"{what}: relative error {err:.3e} > {bound:.1e}"
