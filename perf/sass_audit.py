@@ -101,7 +101,7 @@ def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = 
     const = dict(PRECISION=precision, HAS_D=has_d, D_ROW=has_d and d_row, A_M_MAJOR=a_m_major,
                  B_K_MAJOR=True, UPCAST=False, NUM_SMS=132, C_TMA=c_tma, ACTIVATION=0, SPLIT=split,
                  HI_FLUSH_K=64 if split else 0, HALF_TAIL=half_tail,
-                 A_PLANES=2 if planes else 1,
+                 A_PLANES=2 if planes else 1, INT64=False,
                  K_SHIFT=(PLANE_SHIFT_BYTES // (4 if dtype == "fp32" else 2)
                           if planes else 0),
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,

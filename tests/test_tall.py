@@ -164,7 +164,8 @@ sig = {"a_desc": f"tensordesc<fp16{a_box(bm)}>", "b_desc": f"tensordesc<fp16{b_b
        "stride_dm": "i32", "stride_dn": "i32", "alpha": "fp32", "beta": "fp32",
        "K_SLICE_STEPS": "i32"}
 const = {"HAS_D": has_d, "D_ROW": has_d, "A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
-         "UPCAST": False, "ACTIVATION": 0, "C_TMA": True, "BM": bm, "BH": bh, "BN": t.BN,
+         "UPCAST": False, "ACTIVATION": 0, "C_TMA": True, "INT64": False, "BM": bm, "BH": bh,
+         "BN": t.BN,
          "BK": t.BK, "GROUP_M": t.GROUP_M, "SLICES": slices, "DEPENDENT": True, "stride_dm": 0,
          "stride_dn": 1}
 kernel = sass_audit._compile(t._tall_kernel, sig, const,

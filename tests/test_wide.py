@@ -143,8 +143,8 @@ sig = {"a_desc": f"tensordesc<fp16{a_box}>", "b_desc": f"tensordesc<fp16{b_box(w
        "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32", "stride_dm": "i32",
        "stride_dn": "i32", "alpha": "fp32", "beta": "fp32"}
 const = {"HAS_D": has_d, "D_ROW": has_d, "A_M_MAJOR": a_m_major, "B_K_MAJOR": b_k_major,
-         "UPCAST": False, "ACTIVATION": 0, "C_TMA": True, "BM": w.BM, "BN": w.BN, "BK": w.BK,
-         "GROUP_M": w.GROUP_M, "DEPENDENT": True, "stride_dm": 0, "stride_dn": 1}
+         "UPCAST": False, "ACTIVATION": 0, "C_TMA": True, "INT64": False, "BM": w.BM,
+         "BN": w.BN, "BK": w.BK, "GROUP_M": w.GROUP_M, "DEPENDENT": True, "stride_dm": 0, "stride_dn": 1}
 kernel = sass_audit._compile(w._wide_kernel, sig, const,
                              ["c_ptr", "d_ptr", "M", "N", "K", "stride_cm"], w.WARPS, w.STAGES)
 with tempfile.TemporaryDirectory() as tmp:

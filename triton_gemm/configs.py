@@ -1145,6 +1145,7 @@ def wide_when_a_wave(configs_in, m: int, n: int, sms: int | None, family: str) -
 # needs less of it.
 # C_TMA (persistent kernel): a TMA or a pointer store of C, tuned apart. HI_FLUSH_K (the
 # persistent split kernel's accumulator flush) changes within a K bucket. A_PLANES (the
-# persistent kernel reading A as even and odd rows) walks other tiles.
+# persistent kernel reading A as even and odd rows) walks other tiles. INT64 (persistent
+# kernels: 64-bit epilogue offsets) holds more registers.
 TUNING_KEY = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "LAYOUT", "PRECISION", "HAS_D", "D_ROW",
-              "C_TMA", "HI_FLUSH_K", "A_PLANES", "B_PLANES"]
+              "C_TMA", "HI_FLUSH_K", "A_PLANES", "B_PLANES", "INT64"]

@@ -22,7 +22,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, capability, dependent_meta, dot_precision,
-                     epilogue_input, hopper, launch, make_tuners, tuning_args)
+                     epilogue_input, hopper, launch, make_tuners, needs_int64, tuning_args)
 from .epilogue import finish
 
 # TMA requires 16-byte aligned base addresses and row strides, and a box that starts a
@@ -129,17 +129,22 @@ def tile_origin(tile, num_pid_m, num_pid_n, BM: tl.constexpr, BN: tl.constexpr,
 def store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm, stride_dn,
                alpha, beta, HAS_D: tl.constexpr, D_ROW: tl.constexpr, ACTIVATION: tl.constexpr,
                C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, BM: tl.constexpr,
-               BN: tl.constexpr, plane=0, A_PLANES: tl.constexpr = 1):
+               BN: tl.constexpr, plane=0, A_PLANES: tl.constexpr = 1,
+               INT64: tl.constexpr = False):
     """The epilogue of one fp32 tile: alpha, beta * D and the activation, then C stored by
     TMA (in two BN/2 halves with EPILOGUE_SUBTILE) or, without C_TMA, by masked pointers.
     D_ROW: D's rows are all one row (stride_dm == 0, a bias), read once as a BN vector.
     A_PLANES = 2: the tile holds rows plane, plane + 2, ... from row 2 * off_m + plane, and
-    c_desc is C's (parity, row pair, column) descriptor."""
+    c_desc is C's (parity, row pair, column) descriptor. INT64: D's and C's element offsets
+    in int64 (a C or D of 2^31 elements or more: common.needs_int64)."""
     dtype = c_ptr.dtype.element_ty
     acc = acc * alpha
     offs_m = A_PLANES * (off_m + tl.arange(0, BM)) + plane
     offs_n = off_n + tl.arange(0, BN)
     inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if INT64:
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
     if D_ROW:
         # A BM x BN tile of pointers held 255 registers and spilled 36-112 bytes on the 8-warp
         # 128x256, 4-warp 128x128 and 3xTF32 tiles (ptxas -v for sm_90, triton 3.6; README);
@@ -218,7 +223,7 @@ def _persistent_kernel(
     B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
     SPLIT: tl.constexpr, HI_FLUSH_K: tl.constexpr, HALF_TAIL: tl.constexpr,
-    A_PLANES: tl.constexpr, K_SHIFT: tl.constexpr,
+    A_PLANES: tl.constexpr, K_SHIFT: tl.constexpr, INT64: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, DEPENDENT: tl.constexpr,
     TRIGGER: tl.constexpr,
@@ -232,7 +237,7 @@ def _persistent_kernel(
     broadcast); D_ROW when stride_dm is 0 (store_tile). Grid: (programs(),), at most
     NUM_SMS programs, each walking whole tiles pid, pid + grid, ... (BALANCED_WAVES).
     EPILOGUE_SUBTILE stores a TMA C as two BM x BN/2 halves. ACTIVATION:
-    epilogue.ACTIVATIONS code, applied after beta * D.
+    epilogue.ACTIVATIONS code, applied after beta * D. INT64: see store_tile.
     SPLIT (3xTF32 from staged halves): A and B hold float32 operands rounded to tf32 and
     alo_desc, blo_desc their remainders (B's K-major); or one of A and B is the operand as
     given, which wgmma reads with its low 13 bits dropped, and its remainder that dropped
@@ -325,7 +330,7 @@ def _persistent_kernel(
             acc += hi_acc + tl.where(tl.abs(lo_acc) < float("inf"), lo_acc, 0.0)
         store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                    stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, EPILOGUE_SUBTILE,
-                   BM, BN, plane, A_PLANES)
+                   BM, BN, plane, A_PLANES, INT64)
 
     if HALF_TAIL and BN >= HALF_TAIL_MIN_BN:
         # The tail's halves, one per program at most (2 * tail <= NUM_SMS).
@@ -337,7 +342,7 @@ def _persistent_kernel(
                           B_K_MAJOR, UPCAST, BM, BN // 2, BK)
             store_tile(acc, c_ptr, ct_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                        stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA,
-                       EPILOGUE_SUBTILE, BM, BN // 2)
+                       EPILOGUE_SUBTILE, BM, BN // 2, 0, 1, INT64)
 
 
 @triton.jit
@@ -629,7 +634,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
                 ACTIVATION=activation, C_TMA=c_tma, SPLIT=split,
                 HI_FLUSH_K=hi_flush_k(k) if split else 0, HALF_TAIL=half_tail,
-                A_PLANES=planes,
+                A_PLANES=planes, INT64=needs_int64(out, d),
                 K_SHIFT=PLANE_SHIFT_BYTES // a.element_size() if planes == 2 else 0,
                 **dependent_meta(a.device))
     meta["TRIGGER"] = trigger and meta["DEPENDENT"]
@@ -638,7 +643,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
         return (programs(meta_["BM"], meta_["BN"], m, n, num_sms, half_tail, planes),)
 
     key = (*tuning, meta["PRECISION"], has_d, meta["D_ROW"], meta["C_TMA"], meta["HI_FLUSH_K"],
-           planes, a.dtype, b.dtype, out.dtype, d.dtype)
+           planes, meta["INT64"], a.dtype, b.dtype, out.dtype, d.dtype)
     launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family, key,
            prepare=set_block_shapes)
     return out

@@ -250,24 +250,29 @@ def _splitk_reduce_kernel(
     stride_cm, stride_cn, stride_dm, stride_dn,
     alpha, beta,
     HAS_D: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_P2: tl.constexpr,
-    BLOCK: tl.constexpr, DEPENDENT: tl.constexpr,
+    BLOCK: tl.constexpr, INT64: tl.constexpr, DEPENDENT: tl.constexpr,
 ):
     """C = act(alpha * sum_s W[s] + beta * D) over BLOCK consecutive elements of the
     row-major (M, N) index space per program. All SPLIT slices are loaded at once as one
     (SPLIT_P2, BLOCK) tile (SPLIT_P2: SPLIT rounded up to a power of two) and summed by
     tl.sum, whose fixed reduction tree keeps results bitwise reproducible; a loop over
     slices would serialise SPLIT dependent loads (40 us of 56 at 128x128x65536, 32 slices,
-    4 programs). DEPENDENT: see common.dependent_launch."""
+    4 programs). INT64: offsets in int64 (W, C or D of 2^31 elements or more).
+    DEPENDENT: see common.dependent_launch."""
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    inside = offs < M * N
+    pid = tl.program_id(0)
     slices = tl.arange(0, SPLIT_P2)
+    if INT64:
+        pid = pid.to(tl.int64)
+        slices = slices.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    rows = offs // N
+    cols = offs % N
+    inside = rows < M  # not offs < M * N: a product of two int32 scalars
     w = tl.load(w_ptr + slices[:, None] * M * N + offs[None, :],
                 mask=(slices[:, None] < SPLIT) & inside[None, :], other=0.0)
     acc = tl.sum(w, axis=0) * alpha
-    rows = offs // N
-    cols = offs % N
     acc = finish(acc, d_ptr + rows * stride_dm + cols * stride_dn, inside, beta, HAS_D,
                  ACTIVATION)
     tl.store(c_ptr + rows * stride_cm + cols * stride_cn, acc.to(c_ptr.dtype.element_ty),
@@ -492,6 +497,7 @@ def reduce(work, split: int, out, d=None, *, alpha=1.0, beta=0.0, activation=0):
                (work, out, d, m, n, split, *out.stride(), *d.stride(),
                 float(alpha), float(beta)),
                {"HAS_D": has_d, "ACTIVATION": activation, "SPLIT_P2": split_p2,
-                "BLOCK": block, "num_warps": 4, **dependent_meta(out.device)})
+                "BLOCK": block, "INT64": needs_int64(work, out, d), "num_warps": 4,
+                **dependent_meta(out.device)})
     return out
 

@@ -73,7 +73,7 @@ import triton.language as tl
 
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, dot_precision, epilogue_input, flags, launch,
-                     make_tuners, tuning_args, workspace)
+                     make_tuners, needs_int64, tuning_args, workspace)
 from .persistent import (_a_m_major, _b_k_major, _d_row, _num_sms, _tma_ok, k_steps,
                          set_block_shapes, store_tile, tile_origin, tma_descriptors)
 
@@ -103,13 +103,15 @@ def streamk_kernel(
     PRECISION: tl.constexpr, HAS_D: tl.constexpr, D_ROW: tl.constexpr, A_M_MAJOR: tl.constexpr,
     B_K_MAJOR: tl.constexpr,
     UPCAST: tl.constexpr, NUM_SMS: tl.constexpr, ACTIVATION: tl.constexpr, C_TMA: tl.constexpr,
+    INT64: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
     """C = act(alpha * A @ B + beta * D), operands as kernels/persistent.py takes them (host
     TMA descriptors of A, B and, when C_TMA, C; c_ptr is C either way). part_ptr: fp32
     workspace of NUM_SMS BM x BN tiles; flag_ptr: NUM_SMS int32 zeros, left zero. Grid:
-    (NUM_SMS,). WARP_SPECIALIZE must be off (the configs share persistent's keys)."""
+    (NUM_SMS,). WARP_SPECIALIZE must be off (the configs share persistent's keys). INT64:
+    as persistent.store_tile."""
     tl.static_assert(not WARP_SPECIALIZE)
     pid = tl.program_id(0)
 
@@ -127,7 +129,7 @@ def streamk_kernel(
                       B_K_MAJOR, UPCAST, BM, BN, BK)
         store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                     stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, EPILOGUE_SUBTILE,
-                    BM, BN)
+                    BM, BN, 0, 1, INT64)
 
     # The rest: this program's share of the remaining tiles' K steps.
     steps = sk_tiles * k_tiles
@@ -161,7 +163,7 @@ def streamk_kernel(
                 acc = total + acc
             store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                         stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, EPILOGUE_SUBTILE,
-                        BM, BN)
+                        BM, BN, 0, 1, INT64)
         else:
             tl.store(part_ptr + pid * BM * BN + slot, acc, cache_modifier=".cg")
             tl.debug_barrier()  # every thread's part is written before the flag rises
@@ -198,9 +200,9 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
     meta = dict(PRECISION=dot_precision(a.dtype, precision), HAS_D=has_d,
                 D_ROW=_d_row(has_d, d), A_M_MAJOR=_a_m_major(a), B_K_MAJOR=_b_k_major(b),
                 UPCAST=INTERPRETER and a.dtype == torch.bfloat16, NUM_SMS=num_sms,
-                ACTIVATION=activation, C_TMA=c_tma)
-    key = (*tuning, meta["PRECISION"], has_d, meta["D_ROW"], meta["C_TMA"], a.dtype, b.dtype,
-           out.dtype, d.dtype)
+                ACTIVATION=activation, C_TMA=c_tma, INT64=needs_int64(out, d))
+    key = (*tuning, meta["PRECISION"], has_d, meta["D_ROW"], meta["C_TMA"], meta["INT64"],
+           a.dtype, b.dtype, out.dtype, d.dtype)
     launch(streamk_kernel, _TUNED[family], (num_sms,), args, meta, config,
            configs.STREAMK_PREFIX + family, key, prepare=set_block_shapes)
     return out

@@ -23,8 +23,8 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 
-from .common import (INTERPRETER, cdiv, dependent_meta, epilogue_input, record, run_kernel,
-                     workspace)
+from .common import (INTERPRETER, cdiv, dependent_meta, epilogue_input, needs_int64, record,
+                     run_kernel, workspace)
 from .persistent import (_a_m_major, _b_k_major, _d_row, _tma_ok, load_step, programs,
                          set_block_shapes, store_tile, tile_origin, tma_descriptors)
 from . import wide as _wide
@@ -97,12 +97,13 @@ def _tall_kernel(a_desc, b_desc, c_desc, ah_desc, ch_desc, c_ptr, d_ptr, part_pt
                  M, N, K, stride_cm, stride_dm, stride_dn, alpha, beta, K_SLICE_STEPS,
                  HAS_D: tl.constexpr, D_ROW: tl.constexpr, A_M_MAJOR: tl.constexpr,
                  B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, ACTIVATION: tl.constexpr,
-                 C_TMA: tl.constexpr, BM: tl.constexpr, BH: tl.constexpr, BN: tl.constexpr,
+                 C_TMA: tl.constexpr, INT64: tl.constexpr, BM: tl.constexpr, BH: tl.constexpr,
+                 BN: tl.constexpr,
                  BK: tl.constexpr, GROUP_M: tl.constexpr, SLICES: tl.constexpr,
                  DEPENDENT: tl.constexpr):
     """C (M, N) = act(alpha * A @ B + beta * D) in (BM + BH) x BN tiles, each program
     walking tiles pid, pid + grid, ... in grouped order. A, B and C as
-    persistent._persistent_kernel takes them; ah_desc and ch_desc: A and C with blocks BH
+    persistent._persistent_kernel takes them (INT64 as persistent.store_tile); ah_desc and ch_desc: A and C with blocks BH
     rows tall (the tile's lower part). Each part is computed transposed, C^T = B^T A^T:
     its rows are then wgmma's N, which takes 16 and 32 as well as 64 (as M it would be
     padded to a warpgroup's 64). SLICES > 1: work items (slice, tile), K_SLICE_STEPS K
@@ -138,10 +139,11 @@ def _tall_kernel(a_desc, b_desc, c_desc, ah_desc, ch_desc, c_ptr, d_ptr, part_pt
             acc_h = tl.dot(b.T, a_h.T, acc_h)
         if SLICES == 1:
             store_tile(acc.T, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
-                       stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False, BM, BN)
+                       stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False, BM, BN,
+                       0, 1, INT64)
             store_tile(acc_h.T, c_ptr, ch_desc, d_ptr, off_m + BM, off_n, M, N, stride_cm,
                        stride_dm, stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA,
-                       False, BH, BN)
+                       False, BH, BN, 0, 1, INT64)
         else:
             _store_part(part_ptr + s * M * N, acc, off_m, off_n, M, N, BM, BN)
             _store_part(part_ptr + s * M * N, acc_h, off_m + BM, off_n, M, N, BH, BN)
@@ -217,7 +219,8 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                 out.stride(0), d.stride(0), d.stride(1), float(alpha), float(beta), steps),
                {"HAS_D": has_d, "D_ROW": _d_row(has_d, d), "A_M_MAJOR": a_m_major,
                 "B_K_MAJOR": b_k_major, "UPCAST": INTERPRETER and a.dtype == torch.bfloat16,
-                "ACTIVATION": activation, "C_TMA": c_tma, "BM": bm, "BH": bh, "BN": bn,
+                "ACTIVATION": activation, "C_TMA": c_tma, "INT64": needs_int64(out, d),
+                "BM": bm, "BH": bh, "BN": bn,
                 "BK": bk, "GROUP_M": GROUP_M, "SLICES": split, "num_warps": warps,
                 "num_stages": stages, **dependent_meta(a.device)})
     if split > 1:

@@ -32,8 +32,8 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 
-from .common import (INTERPRETER, cdiv, dependent_meta, epilogue_input, hopper, record,
-                     run_kernel)
+from .common import (INTERPRETER, cdiv, dependent_meta, epilogue_input, hopper, needs_int64,
+                     record, run_kernel)
 from .persistent import (_a_m_major, _b_k_major, _d_row, _tma_ok, a_planes, load_step,
                          programs, set_block_shapes, store_tile,
                          supports as persistent_supports, tile_origin, tma_descriptors)
@@ -48,13 +48,13 @@ def _wide_kernel(a_desc, b_desc, c_desc, bh_desc, ch_desc, c_ptr, d_ptr,
                  M, N, K, stride_cm, stride_dm, stride_dn, alpha, beta,
                  HAS_D: tl.constexpr, D_ROW: tl.constexpr, A_M_MAJOR: tl.constexpr,
                  B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, ACTIVATION: tl.constexpr,
-                 C_TMA: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                 GROUP_M: tl.constexpr, DEPENDENT: tl.constexpr):
+                 C_TMA: tl.constexpr, INT64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                 BK: tl.constexpr, GROUP_M: tl.constexpr, DEPENDENT: tl.constexpr):
     """C (M, N) = act(alpha * A @ B + beta * D) in BM x (BN + BN / 2) tiles, each program
     walking tiles pid, pid + grid, ... in grouped order. A, B and C as
     persistent._persistent_kernel takes them (host descriptors: A (M, K) or its (K, M) rows
     with A_M_MAJOR, B (K, N) or its (N, K) rows with B_K_MAJOR, C by TMA with C_TMA else by
-    pointers); bh_desc and ch_desc: B and C with blocks BN / 2 wide (the tile's right part)."""
+    pointers; INT64 as persistent.store_tile); bh_desc and ch_desc: B and C with blocks BN / 2 wide (the tile's right part)."""
     if DEPENDENT:
         gdc_wait()  # launched with launch_pdl: the kernel before may still be draining
     BH: tl.constexpr = BN // 2
@@ -80,10 +80,11 @@ def _wide_kernel(a_desc, b_desc, c_desc, bh_desc, ch_desc, c_ptr, d_ptr,
                 b_h = b_h.to(tl.float32)
             acc_h = tl.dot(a, b_h, acc_h)
         store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
-                   stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False, BM, BN)
+                   stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False, BM, BN, 0, 1,
+                   INT64)
         store_tile(acc_h, c_ptr, ch_desc, d_ptr, off_m, off_n + BN, M, N, stride_cm,
                    stride_dm, stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA, False,
-                   BM, BH)
+                   BM, BH, 0, 1, INT64)
 
 
 def tiles(m: int, n: int) -> int:
@@ -132,7 +133,8 @@ def matmul_2d(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                 d.stride(0), d.stride(1), float(alpha), float(beta)),
                {"HAS_D": has_d, "D_ROW": _d_row(has_d, d), "A_M_MAJOR": a_m_major,
                 "B_K_MAJOR": b_k_major, "UPCAST": INTERPRETER and a.dtype == torch.bfloat16,
-                "ACTIVATION": activation, "C_TMA": c_tma, "BM": BM, "BN": BN, "BK": BK,
+                "ACTIVATION": activation, "C_TMA": c_tma, "INT64": needs_int64(out, d),
+                "BM": BM, "BN": BN, "BK": BK,
                 "GROUP_M": GROUP_M, "num_warps": WARPS, "num_stages": STAGES,
                 **dependent_meta(a.device)})
     record(triton.Config({"WIDE": True, "BM": BM, "BN": WIDTH, "BK": BK},
