@@ -154,6 +154,16 @@ def test_rows_aligned_looks_at_every_stride_but_the_unit_one():
     assert not pingpong.rows_aligned(flat.as_strided((4, 64, 64), (4100, 64, 1)))
 
 
+def test_bias_rows_are_broadcast_rows_within_int32_offsets():
+    assert pingpong.bias_rows(None)
+    assert pingpong.bias_rows(torch.empty(64, dtype=torch.float16).expand(128, 64))
+    assert pingpong.bias_rows(torch.empty(4, 1, 64, dtype=torch.float16).expand(4, 128, 64))
+    assert not pingpong.bias_rows(torch.empty(128, 64, dtype=torch.float16))
+    # A row of a storage past 2^31 elements (not touched: only its size is read).
+    huge = torch.empty(2**31 + 8, dtype=torch.int8)
+    assert not pingpong.bias_rows(huge[-64:].expand(128, 64))
+
+
 def test_supports_refuses_cpu_operands_and_matrix_vector():
     a, b = _batch(2, 128, 128, 128, "nn", empty=True)
     assert not pingpong.supports(a, b, torch.empty(2, 128, 128, dtype=torch.float16))

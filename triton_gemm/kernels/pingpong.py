@@ -37,7 +37,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
                                                               warpgroup_mma_wait)
 
 from .batched import _tma_ok as _batched_tma_ok
-from .common import INTERPRETER, cdiv, hopper, record, run_kernel
+from .common import INTERPRETER, cdiv, hopper, needs_int64, record, run_kernel
 from .epilogue import apply_activation
 from .persistent import _tma_ok, programs
 from .register_fed import (_descriptor, _load, _ring_layout, _store_chunk, _tile_origin,
@@ -302,8 +302,9 @@ def supports(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
 
 def bias_rows(d: torch.Tensor | None) -> bool:
     """Whether d, an epilogue input expanded to the output's shape, is the epilogue's kind:
-    none, or rows all one row (a bias of N, or a row per product)."""
-    return d is None or d.stride(-2) == 0
+    none, or rows all one row (a bias of N, or a row per product) in a storage of fewer
+    than 2^31 elements (the epilogue's offsets are int32)."""
+    return d is None or d.stride(-2) == 0 and not needs_int64(d)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
@@ -315,8 +316,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, sms: int,
     epilogue.ACTIVATIONS code; tile: (BM, BN, BK, STAGES, CHUNKS), default tile_for's
     (fp32 operands run at tf32). Returns out."""
     if not bias_rows(d):
-        raise ValueError("pingpong.matmul: d must have rows all one row (a bias), stride "
-                         f"{d.stride()}; run other inputs through dispatch")
+        raise ValueError("pingpong.matmul: d must have rows all one row (a bias) in fewer "
+                         f"than 2^31 elements, stride {d.stride()}; run other inputs through "
+                         "dispatch")
     bm, bn, bk, stages, chunks = tile or tile_for(a.dtype)
     a_t, b_t = _layout(a, b)
     m, k = a.shape[-2:]
