@@ -414,6 +414,38 @@ def test_persistent_stores_an_unaligned_output_without_tma(dtype, precision):
 
 
 @requires_kernels
+@pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"), (torch.float32, "tf32")])
+def test_int64_epilogue_offsets_give_the_same_results(dtype, precision, monkeypatch):
+    """The epilogues' INT64 branch (taken for tensors of 2^31 elements, which
+    test_large_outputs.py runs on the GPU) forced on small ones: the persistent kernel's
+    matrix D and pointer-stored C, and splitk.reduce's partials, C and D."""
+    monkeypatch.setattr(persistent, "needs_int64", lambda *tensors: True)
+    monkeypatch.setattr(splitk, "needs_int64", lambda *tensors: True)
+    seen = []
+    real_launch = persistent.launch
+
+    def spy(kernel, tuner, grid, args, meta, *rest, **kwargs):
+        seen.append(meta["INT64"])
+        return real_launch(kernel, tuner, grid, args, meta, *rest, **kwargs)
+    monkeypatch.setattr(persistent, "launch", spy)
+    m, n, k = (300, 270, 200) if DEVICE == "cuda" else (67, 45, 72)
+    a = aligned(m, k, dtype)
+    b = aligned(n, k, dtype).t() if dtype == torch.float32 else aligned(k, n, dtype)
+    d = randn(m, n, dtype=dtype)
+    storage = torch.full((m, n + 1), float("nan"), dtype=dtype, device=a.device)
+    out = storage[:, :n]  # a row stride TMA cannot store: pointer stores
+    persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision=precision)
+    assert seen == [True]
+    product = (a.double() @ b.double()).cpu()
+    assert_close(out, -product + 2.0 * d.double().cpu(), dtype,
+                 None if precision == "half" else precision, "persistent, INT64")
+    work = randn(3, m, n)
+    out = torch.full((m, n), float("nan"), dtype=dtype, device=a.device)
+    splitk.reduce(work, 3, out, d, alpha=0.5, beta=-1.0)
+    assert_close(out, 0.5 * work.double().sum(0) - d.double(), dtype, "ieee", "reduce, INT64")
+
+
+@requires_kernels
 def test_a_one_row_d_takes_the_vector_epilogue(monkeypatch):
     """D_ROW (a D read as one row vector) exactly where every row of D is one row: a bias,
     a (1, N) or scalar addmm input; not a matrix or a column broadcast."""
