@@ -88,6 +88,24 @@ def _draw(index: int) -> dict:
     return case
 
 
+def _inject_nonfinite(t: torch.Tensor, seed) -> torch.Tensor:
+    """t with, where seed is not None, a NaN at a random element and (t having two rows or
+    more) an infinity of random sign in another row; the scale of its product's rounding is
+    taken with them zeroed (_finite)."""
+    if seed is not None:
+        rng = random.Random(seed)
+        at = [rng.randrange(size) for size in t.shape]
+        t[tuple(at)] = float("nan")
+        if t.dim() >= 2 and t.shape[-2] > 1:
+            at[-2] = (at[-2] + 1 + rng.randrange(t.shape[-2] - 1)) % t.shape[-2]
+            t[tuple(at)] = rng.choice([float("inf"), float("-inf")])
+    return t
+
+
+def _finite(t: torch.Tensor) -> torch.Tensor:
+    return torch.nan_to_num(t, nan=0.0, posinf=0.0, neginf=0.0)
+
+
 def _activation(z: torch.Tensor, name) -> torch.Tensor:
     return z if name is None else TORCH_ACTIVATIONS[name](z)
 
@@ -107,20 +125,23 @@ def _call(case: dict):
     kw = {"precision": case["precision"]}
     if fn == "linear":  # the weight (N, K) stored as case["b"] says; x (batch, M, K) if batched
         x = _stored(m, k, dtype, case["a"], (batch, ) if batch > 1 else ())
+        x = _inject_nonfinite(x, case.get("nonfinite"))
         w = _stored(n, k, dtype, case["b"])
         bias = randn(n, dtype=dtype) if case["bias"] else None
         ref = torch.matmul(x.double().cpu(), w.double().cpu().T)
         if bias is not None:
             ref = ref + bias.double().cpu()
         got = tg.linear(x, w, bias, activation=case["activation"], **kw)
-        return got, _activation(ref, case["activation"]), random_sign_norm(x, w.T), None
+        return (got, _activation(ref, case["activation"]), random_sign_norm(_finite(x), w.T),
+                None)
     lead = (batch, ) if batch > 1 or fn in ("bmm", "baddbmm") else ()
     a = _stored(m, k, dtype, case["a"], lead)
     b = _stored(k, n, dtype, case["b"], () if case.get("b_2d") else lead)
     a, b = (a[0] if case.get("vector") == "a" else a), (b[:, 0] if case.get("vector") == "b"
                                                         else b)
+    a = _inject_nonfinite(a, case.get("nonfinite"))
     product = torch.matmul(a.double().cpu(), b.double().cpu())
-    scale = random_sign_norm(a.reshape(-1, k) if a.dim() == 1 else a,
+    scale = random_sign_norm(_finite(a).reshape(-1, k) if a.dim() == 1 else _finite(a),
                              b.reshape(k, -1) if b.dim() == 1 else b)
     out = None
     if case["out"]:
@@ -130,7 +151,9 @@ def _call(case: dict):
         out = out.mT if transposed else out
     if fn in ("addmm", "baddbmm"):
         alpha, beta, c = case["alpha"], case["beta"], _input(case)
-        ref = alpha * product + (beta * c.double().cpu() if beta != 0 else 0)
+        # alpha = 0 ignores the product (NaN in it too), beta = 0 the input, as documented.
+        ref = ((alpha * product if alpha != 0 else torch.zeros_like(product))
+               + (beta * c.double().cpu() if beta != 0 else 0))
         call = tg.addmm if fn == "addmm" else tg.baddbmm
         return call(c, a, b, alpha=alpha, beta=beta, out=out, **kw), ref, abs(alpha) * scale, out
     call = {"mm": tg.mm, "bmm": tg.bmm, "matmul": tg.matmul}[fn]
@@ -153,6 +176,29 @@ def test_random_call_matches_float64(index):
     err = rel_error(got, ref, scale)
     bound = tolerance(case["dtype"], case["precision"])
     assert err <= bound, f"{what}: relative error {err:.3e} > {bound:.1e}"
+
+
+@requires_kernels
+@pytest.mark.parametrize("index", range(CASE_COUNT // 4))
+def test_random_call_propagates_nan_and_inf_like_float64(index):
+    """A call drawn as above (another draw; no activation: torch's CPU gelu(inf) is NaN)
+    with a NaN and an infinity in its first operand: NaN where float64 has NaN, the same
+    infinities, and the finite elements within tolerance."""
+    case = {**_draw(CASE_COUNT + index), "nonfinite": SESSION_SEED * 1019 + index}
+    if case["fn"] == "linear":
+        case["activation"] = None
+    what = f"{case} (TRITON_GEMM_TEST_SEED={SESSION_SEED})"
+    got, ref, scale, _ = _call(case)
+    got = got.detach().double().cpu()
+    assert ref.isnan().any() or case.get("alpha") == 0, f"{what}: no NaN to propagate"
+    assert torch.equal(got.isnan(), ref.isnan()), f"{what}: NaN elsewhere than float64's"
+    infinite = ref.isinf()
+    assert torch.equal(got.isinf(), infinite) and torch.equal(got[infinite], ref[infinite]), \
+        f"{what}: infinities differ from float64's"
+    finite = ~(infinite | ref.isnan())
+    err = rel_error(got[finite], ref[finite], scale)
+    bound = tolerance(case["dtype"], case["precision"])
+    assert err <= bound, f"{what}: finite elements' relative error {err:.3e} > {bound:.1e}"
 
 
 def _leaf(rows: int, cols: int, dtype, storage: str, lead: tuple = ()) -> torch.Tensor:
