@@ -267,12 +267,15 @@ def _splitk_reduce_kernel(
         pid = pid.to(tl.int64)
         slices = slices.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    rows = offs // N
-    cols = offs % N
-    inside = rows < M  # not offs < M * N: a product of two int32 scalars
+    if INT64:
+        inside = offs // N < M  # M * N, a product of two int32 scalars, would wrap
+    else:
+        inside = offs < M * N
     w = tl.load(w_ptr + slices[:, None] * M * N + offs[None, :],
                 mask=(slices[:, None] < SPLIT) & inside[None, :], other=0.0)
     acc = tl.sum(w, axis=0) * alpha
+    rows = offs // N
+    cols = offs % N
     acc = finish(acc, d_ptr + rows * stride_dm + cols * stride_dn, inside, beta, HAS_D,
                  ACTIVATION)
     tl.store(c_ptr + rows * stride_cm + cols * stride_cn, acc.to(c_ptr.dtype.element_ty),
