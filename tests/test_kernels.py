@@ -413,6 +413,20 @@ def test_persistent_stores_an_unaligned_output_without_tma(dtype, precision):
     assert torch.isnan(storage[:, n:]).all()
 
 
+def persistent_launch_meta(monkeypatch, *names) -> list:
+    """The list each persistent kernel launch appends its constexprs `names` to (one value,
+    or a tuple of several), the launch itself going ahead."""
+    seen = []
+    real_launch = persistent.launch
+
+    def spy(kernel, tuner, grid, args, meta, *rest, **kwargs):
+        values = tuple(meta[name] for name in names)
+        seen.append(values[0] if len(values) == 1 else values)
+        return real_launch(kernel, tuner, grid, args, meta, *rest, **kwargs)
+    monkeypatch.setattr(persistent, "launch", spy)
+    return seen
+
+
 @requires_kernels
 @pytest.mark.parametrize("dtype,precision", [(torch.float16, "half"), (torch.float32, "tf32")])
 def test_int64_epilogue_offsets_give_the_same_results(dtype, precision, monkeypatch):
@@ -421,13 +435,7 @@ def test_int64_epilogue_offsets_give_the_same_results(dtype, precision, monkeypa
     matrix D and pointer-stored C, and splitk.reduce's partials, C and D."""
     monkeypatch.setattr(persistent, "needs_int64", lambda *tensors: True)
     monkeypatch.setattr(splitk, "needs_int64", lambda *tensors: True)
-    seen = []
-    real_launch = persistent.launch
-
-    def spy(kernel, tuner, grid, args, meta, *rest, **kwargs):
-        seen.append(meta["INT64"])
-        return real_launch(kernel, tuner, grid, args, meta, *rest, **kwargs)
-    monkeypatch.setattr(persistent, "launch", spy)
+    seen = persistent_launch_meta(monkeypatch, "INT64")
     m, n, k = (300, 270, 200) if DEVICE == "cuda" else (67, 45, 72)
     a = aligned(m, k, dtype)
     b = aligned(n, k, dtype).t() if dtype == torch.float32 else aligned(k, n, dtype)
@@ -451,13 +459,7 @@ def test_a_one_row_d_takes_the_vector_epilogue(monkeypatch):
     a (1, N) or scalar addmm input; not a matrix or a column broadcast."""
     m, n, k = 40, 24, 32
     a, b = aligned(m, k, torch.float16), aligned(k, n, torch.float16)
-    seen = []
-    real_launch = persistent.launch
-
-    def spy(kernel, tuner, grid, args, meta, *rest, **kwargs):
-        seen.append(meta["D_ROW"])
-        return real_launch(kernel, tuner, grid, args, meta, *rest, **kwargs)
-    monkeypatch.setattr(persistent, "launch", spy)
+    seen = persistent_launch_meta(monkeypatch, "D_ROW")
     cases = {"bias": randn(n, dtype=torch.float16), "row": randn(1, n, dtype=torch.float16),
              "scalar": randn(dtype=torch.float16), "matrix": randn(m, n, dtype=torch.float16),
              "column": randn(m, 1, dtype=torch.float16), "none": None}
@@ -489,13 +491,7 @@ def test_persistent_reads_an_a_off_a_sector_as_two_planes(dtype, precision, b_k_
     m, n, k = (1000, 272, 200) if DEVICE == "cuda" else (450, 48, 40)  # C rows: 16 bytes
     if dtype == torch.float32:
         k -= 4  # 784 / 144 bytes a row
-    seen = []
-    real_launch = persistent.launch
-
-    def spy(kernel, tuner, grid, args, meta, *rest, **kwargs):
-        seen.append((meta["A_PLANES"], meta["K_SHIFT"]))
-        return real_launch(kernel, tuner, grid, args, meta, *rest, **kwargs)
-    monkeypatch.setattr(persistent, "launch", spy)
+    seen = persistent_launch_meta(monkeypatch, "A_PLANES", "K_SHIFT")
     a = aligned(m, k, dtype)
     assert (a.stride(0) * a.element_size()) % 32 == 16
     b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
