@@ -2,9 +2,9 @@
 (persistent 16-bit and tf32, register-fed tf32, 3xTF32, fp32 FMA, batched; one and 16 rows
 against a huge weight): element offsets there overflow 32-bit arithmetic (an output row's
 offset row * N, D's in the epilogue, a batch's, a weight row's), so a kernel either
-computes them in 64 bits or its route refuses such tensors. Each output is poisoned with NaN where the call takes out=, and
-the rows on both sides of element 2^31 and the last rows are checked against float64.
-GPU only: one case moves 4-17 GB."""
+computes them in 64 bits or its route refuses such tensors. Each output is poisoned with
+NaN where the call takes out=, and the rows on both sides of element 2^31 and the last rows
+are checked against float64. GPU only: one case moves 4-17 GB."""
 
 import fcntl
 
