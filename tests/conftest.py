@@ -63,6 +63,12 @@ def randn(*shape, dtype=torch.float32):
     return torch.randn(tuple(shape), dtype=torch.float32, device=DEVICE).to(dtype)
 
 
+def poisoned(*shape, dtype=torch.float32):
+    """An output full of NaN on the suite's device, so an element a call leaves unwritten
+    fails."""
+    return torch.full(shape, float("nan"), dtype=dtype, device=DEVICE)
+
+
 def offline_build(script: str, *args) -> dict:
     """The JSON a compile script prints last, run with json.dumps(args) as its argument in
     a subprocess from the repository root without the interpreter (triton.compile for a GPU

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import triton_gemm as tg
-from conftest import CASE_IDS, CASES, DEVICE, randn, requires_kernels
+from conftest import CASE_IDS, CASES, DEVICE, poisoned, randn, requires_kernels
 from triton_gemm.tolerances import assert_close
 
 # (M, N, K): ones, primes, tall, skinny, not multiples of any tile.
@@ -315,11 +315,6 @@ def test_cpu_tensors_without_interpreter_say_how_to_fix():
                          timeout=300)
     assert res.returncode == 0, res.stderr
     assert "ERR" in res.stdout and "TRITON_INTERPRET=1" in res.stdout and "cuda" in res.stdout
-
-
-def poisoned(*shape, dtype=torch.float32):
-    """An out= tensor full of NaN, so an element the call leaves unwritten fails."""
-    return torch.full(shape, float("nan"), dtype=dtype, device=DEVICE)
 
 
 # name: (shape of input, shape of other, the call, shape of its result).

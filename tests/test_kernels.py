@@ -5,7 +5,7 @@ import torch
 import triton
 import triton.language as tl
 
-from conftest import DEVICE, gpu_only, offline_build, randn, requires_kernels
+from conftest import DEVICE, gpu_only, offline_build, poisoned, randn, requires_kernels
 from triton_gemm.tolerances import assert_close, rel_error
 from triton_gemm import configs
 from triton_gemm.kernels import common
@@ -26,10 +26,6 @@ H100_SMEM = 232448  # bytes of shared memory per block (opt-in) on the H100 and 
 
 # Ragged against every tile, K crossing several BK steps of the smaller tiles.
 M, N, K = (300, 270, 200) if DEVICE == "cuda" else (67, 45, 70)
-
-
-def poisoned(*shape, dtype):
-    return torch.full(shape, float("nan"), dtype=dtype, device=DEVICE)
 
 
 @requires_kernels

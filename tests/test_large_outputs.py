@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import triton_gemm as tg
-from conftest import DEVICE, gpu_only, randn
+from conftest import gpu_only, poisoned, randn
 from triton_gemm.tolerances import assert_close
 
 # (65536 + 128) x 32768 outputs: 2^31 + 2^22 elements, rows from 65536 on past 2^31.
@@ -21,10 +21,6 @@ M, N, K = 65536 + 128, 32768, 64
 CHECKED_ROWS = [slice(0, 64), slice(2**31 // N - 64, 2**31 // N + 64), slice(M - 64, M)]
 # A weight of 2^31 + 2^11 elements as (N_WIDE, 16): for linear's few-row routes.
 N_WIDE, K_WIDE = 2**27 + 128, 16
-
-
-def poisoned(*shape, dtype):
-    return torch.full(shape, float("nan"), dtype=dtype, device=DEVICE)
 
 
 def _mm(dtype, precision=None, n=N, b_k_major=False):
