@@ -73,11 +73,20 @@ def by_suite(df: pd.DataFrame, value: str, floatfmt: str) -> list[str]:
     return lines
 
 
+def _provenance(df: pd.DataFrame) -> str:
+    """The header's device, versions and dates; a report merged from runs of several days
+    (--from-csv) names its range, each row's own date being in report.csv."""
+    first = df.iloc[0]
+    dates = sorted(df.date.astype(str).unique())
+    when = dates[0] if len(dates) == 1 else (
+        f"{dates[0]} to {dates[-1]}, merged runs (each row's date is in report.csv)")
+    versions = "; ".join(sorted({f"torch {t}, triton {tr}" for t, tr in zip(df.torch, df.triton)}))
+    return f"Device: {first.gpu}; {versions}; {when}."
+
+
 def markdown(df: pd.DataFrame, title: str) -> str:
     first = df.iloc[0]
-    lines = [f"# {title}", "",
-             f"Device: {first.gpu}; torch {first.torch}, triton {first.triton}; {first.date}.",
-             ""]
+    lines = [f"# {title}", "", _provenance(df), ""]
     if first["mode"] != "gpu":
         lines += ["**CPU interpreter run: times are Triton-interpreter times on the CPU, "
                   "not GPU figures. Only the error columns mean anything here.**", "",

@@ -185,6 +185,25 @@ def test_memory_floor_bytes_and_table():
     assert "memory floor" not in tables.markdown(old, "t")  # reports from before the floor
 
 
+def test_header_names_the_dates_and_versions_of_merged_runs():
+    """A report merged from several runs (--from-csv) names their date range and every
+    torch/triton pair, not the first row's alone."""
+    meta = dict(gpu="NVIDIA H100 80GB HBM3", mode="gpu", tflops=1.0, rel_error=0.0)
+    case = suites.Case(4096, 4096, 4096)
+    rows = [dict(shape=case.label, M=case.m, N=case.n, K=case.k, layout=case.layout,
+                 impl=impl, precision=precision, time_ms=1.0, date=date, torch=torch_v,
+                 triton="3.6.0", **meta)
+            for precision, date, torch_v in (("fp16", "2026-11-27", "2.11.0"),
+                                             ("bf16", "2026-12-07", "2.12.0"))
+            for impl in ("cublas", "triton")]
+    df = tables.add_derived(pd.DataFrame(rows))
+    header = tables.markdown(df, "t").splitlines()[2]
+    assert "2026-11-27 to 2026-12-07" in header
+    assert "torch 2.11.0, triton 3.6.0; torch 2.12.0, triton 3.6.0" in header
+    one_run = tables.markdown(df[df.date == "2026-12-07"], "t").splitlines()[2]
+    assert one_run.endswith("torch 2.12.0, triton 3.6.0; 2026-12-07.")
+
+
 @pytest.mark.parametrize("args,words", [
     (["--suite", "huge"], "unknown suite 'huge'"),
     (["--impl", "cutlass"], "unknown implementation 'cutlass'"),
