@@ -14,21 +14,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import statistics
 import sys
 from pathlib import Path
 
 import torch
 
-# Replay (launch_cache) would launch a signature's first recipe whatever needs_int64 says
-# later; graph replays hide the host time that planning costs instead.
-os.environ["TRITON_GEMM_LAUNCH_CACHE"] = "0"
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import triton_gemm  # noqa: E402
+from triton_gemm import launch_cache  # noqa: E402
 from perf import bench  # noqa: E402
 from perf.tile_probe import interleaved  # noqa: E402
 from triton_gemm.kernels import matmul, persistent, streamk, tall, wide  # noqa: E402
@@ -67,10 +64,16 @@ def call(kind, a, b, d, out, precision, force):
         return triton_gemm.mm(a, b, precision=precision, out=out)
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        sys.exit("perf/int64_probe.py times kernels beside cuBLAS on a CUDA GPU; none found")
+    # Replay would launch a signature's first recipe whatever needs_int64 says later, so every
+    # call plans afresh, as with TRITON_GEMM_LAUNCH_CACHE=0 (graph replays leave planning's
+    # host time out of the timing).
+    launch_cache.ENABLED = False
     torch.backends.cuda.matmul.allow_tf32 = True
     print(f"{torch.cuda.get_device_name()}; us, median of {args.rounds} interleaved rounds "
           "of cold-L2 graph replays [range]")

@@ -1,6 +1,7 @@
 """perf/report.py without a GPU: suites, arithmetic, the table/CSV writer with a fake timing
 function, CLI errors, and a smoke run of the interpreter mode. No performance assertions."""
 
+import importlib
 import math
 import subprocess
 import sys
@@ -284,10 +285,11 @@ def test_one_signed_operands_in_every_layout():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message without a GPU")
-def test_accuracy_script_says_it_needs_a_gpu():
-    from perf import accuracy
+@pytest.mark.parametrize("script", ["accuracy", "int64_probe"])
+def test_gpu_scripts_say_they_need_a_gpu(script):
+    module = importlib.import_module(f"perf.{script}")
     with pytest.raises(SystemExit, match="CUDA GPU"):
-        accuracy.main([])
+        module.main([])
 
 
 def test_batched_cases_operands_arithmetic_and_rows_without_a_batch():
