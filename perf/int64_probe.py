@@ -7,7 +7,8 @@ a call that needs it would.
 
     python perf/int64_probe.py [--rounds 5]
 
-Each call is first checked against float64 on a NaN-poisoned output, both ways. GPU only.
+Each call is first checked against float64 on a NaN-poisoned output, both ways; the probe
+exits non-zero if one is over its precision's tolerance. GPU only.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ def main(argv=None) -> None:
     torch.backends.cuda.matmul.allow_tf32 = True
     print(f"{torch.cuda.get_device_name()}; us, median of {args.rounds} interleaved rounds "
           "of cold-L2 graph replays [range]")
+    failed = []
     for label, dtype, precision, m, n, k, layout, kind in CASES:
         a = torch.randn(m, k, device="cuda", dtype=dtype)
         b = (torch.randn(n, k, device="cuda", dtype=dtype).T if layout == "nt"
@@ -90,6 +92,8 @@ def main(argv=None) -> None:
             call(kind, a, b, d, out, precision, force)
             err = rel_error(out, ref)
             status = "ok" if err <= tol else "FAILED"
+            if err > tol:
+                failed.append(f"{label} INT64={force}")
             print(f"  {label} INT64={force}: rel. error {err:.2e} ({status}), "
                   f"config {triton_gemm.last_config()}")
         cublas = (lambda: torch.addmm(d, a, b, beta=0.5, out=out)) if kind == "addmm" else (
@@ -102,6 +106,8 @@ def main(argv=None) -> None:
                          f"[{min(t) * 1e3:.1f}-{max(t) * 1e3:.1f}]" for name, t in times.items())
         ratio = statistics.median(times["INT64"]) / statistics.median(times["int32"])
         print(f"{label}: {line}; INT64 / int32 {ratio:.3f}")
+    if failed:
+        sys.exit("over the precision's tolerance: " + ", ".join(failed))
 
 
 if __name__ == "__main__":
