@@ -105,7 +105,8 @@ def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = 
                  K_SHIFT=(PLANE_SHIFT_BYTES // (4 if dtype == "fp32" else 2)
                           if planes else 0),
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,
-                 WARP_SPECIALIZE=bool(ws and ws[0]), DEPENDENT=True, TRIGGER=False)
+                 WARP_SPECIALIZE=bool(ws and ws[0]), DEPENDENT=True, TRIGGER=False,
+                 CLAMP=not (planes or a_m_major))
     if has_d:
         const["stride_dn"] = 1
     if not c_tma:

@@ -1442,6 +1442,33 @@ def test_persistent_config_reads_an_m_major_a(family, tile, dtype, b_k_major):
     assert_close(out, ref, dtype, None, f"{tile[0]} M-major A")
 
 
+@requires_kernels
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_persistent_clamped_tiles_and_an_in_place_epilogue(dtype):
+    """Rows past whole tiles run as a last row of tiles moved back inside M (clamped_row),
+    overlapping the row before it (columns past whole tiles as before): right with a matrix
+    D apart from the output; and where the output is D itself (addmm's out=input) the tiles
+    are not moved, since an overlapping tile would read D's rows after the one before it
+    stored them (the interpreter runs programs one after another, so a moved launch fails
+    here)."""
+    names = [t[0] for t in configs.persistent_tiles("half_mid")]
+    config = configs.persistent_configs("half_mid")[names.index("pm_64x64x128_s6")]
+    m, n, k = 64 + 24, 64 + 40, 70  # a second row of tiles, overlapping; a ragged column
+    a = aligned(m, k, dtype)
+    b = aligned(n, k, dtype).t()
+    product = (a.double() @ b.double()).cpu()
+    out = aligned(m, n, dtype, fill=float("nan"))
+    persistent.matmul_2d(a, b, out, precision="half", config=config)
+    assert_close(out, product, dtype, None, "clamped tiles")
+    d = aligned(m, n, dtype)
+    ref = -product + 2.0 * d.double().cpu()
+    out = aligned(m, n, dtype, fill=float("nan"))
+    persistent.matmul_2d(a, b, out, d, alpha=-1.0, beta=2.0, precision="half", config=config)
+    assert_close(out, ref, dtype, None, "clamped tiles, D apart")
+    persistent.matmul_2d(a, b, d, d, alpha=-1.0, beta=2.0, precision="half", config=config)
+    assert_close(d, ref, dtype, None, "in place: out is D")
+
+
 # Operand dtypes and precisions a family runs; fp32 B only K-major (wgmma's rule); "split"
 # on staged halves.
 FAMILY_RUNS = {"half": [(torch.float16, "half"), (torch.bfloat16, "half")],

@@ -470,6 +470,12 @@ def needs_int64(*tensors: torch.Tensor) -> bool:
     return any(t.untyped_storage().nbytes() // t.element_size() >= 2**31 for t in tensors)
 
 
+def shares_storage(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether x and y are views of one storage (addmm's out=input): one call per tensor,
+    like needs_int64, where an overlap test of their spans would cost more."""
+    return x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+
+
 def tuned_configs() -> dict:
     """The autotuners' choices so far: {(kernel, family, key): config name}."""
     return {(kernel, family, key): configs.config_name(cfg, family)

@@ -22,7 +22,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .. import configs
 from .common import (AUTOTUNE, INTERPRETER, capability, dependent_meta, dot_precision,
-                     epilogue_input, hopper, launch, make_tuners, needs_int64, tuning_args)
+                     epilogue_input, hopper, launch, make_tuners, needs_int64, shares_storage,
+                     tuning_args)
 from .epilogue import finish
 
 # TMA requires 16-byte aligned base addresses and row strides, and a box that starts a
@@ -226,7 +227,7 @@ def _persistent_kernel(
     A_PLANES: tl.constexpr, K_SHIFT: tl.constexpr, INT64: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, DEPENDENT: tl.constexpr,
-    TRIGGER: tl.constexpr,
+    TRIGGER: tl.constexpr, CLAMP: tl.constexpr,
 ):
     """C (M, N, row stride stride_cm) = alpha * A (M, K) @ B (+ beta * D).
 
@@ -256,10 +257,13 @@ def _persistent_kernel(
     DEPENDENT: see common.dependent_launch. TRIGGER (with DEPENDENT): once the kernel before
     has finished, let the kernel launched after this one start beside it (a fringe strip
     run beside the core, dispatch.STRIP_BESIDE).
+    CLAMP (not with A_PLANES = 2 or A_M_MAJOR, nor where C and D share memory): the last
+    row of tiles starts BM rows before M (clamped_row), never past it.
     """
     tl.static_assert(not (SPLIT and HALF_TAIL))
     tl.static_assert(DEPENDENT or not TRIGGER)
     tl.static_assert(A_PLANES == 1 or not (SPLIT or HALF_TAIL or A_M_MAJOR))
+    tl.static_assert(not (CLAMP and (A_PLANES == 2 or A_M_MAJOR)))
     if SPLIT:
         # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
         # dot(a, b, acc): every add in the tensor core again.
@@ -290,6 +294,8 @@ def _persistent_kernel(
                          flatten=not WARP_SPECIALIZE,
                          warp_specialize=WARP_SPECIALIZE):
         off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+        if CLAMP:
+            off_m = clamped_row(off_m, M, BM)
         plane = 0
         if A_PLANES == 2:
             # Planes one after the other: as fast as alternating them by rows of tiles,
@@ -338,11 +344,30 @@ def _persistent_kernel(
             off_m, off_n = tile_origin(num_tiles - tail + half // 2, num_pid_m, num_pid_n,
                                        BM, BN, GROUP_M)
             off_n += (half % 2) * (BN // 2)
+            if CLAMP:
+                off_m = clamped_row(off_m, M, BM)
             acc = k_steps(a_desc, bt_desc, off_m, off_n, 0, k_tiles, PRECISION, A_M_MAJOR,
                           B_K_MAJOR, UPCAST, BM, BN // 2, BK)
             store_tile(acc, c_ptr, ct_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                        stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA,
                        EPILOGUE_SUBTILE, BM, BN // 2, 0, 1, INT64)
+
+
+@triton.jit
+def clamped_row(off_m, M, BM: tl.constexpr):
+    """A tile's first row moved back so that its BM rows end inside M (not before row 0): a
+    last row of tiles that M leaves part empty then overlaps the one before it, whose rows
+    it computes again and stores with the same values. Why: TMA boxes of A that reach past
+    its rows slow every K step of the tile (zero-filled rows are not free), while stores
+    past C's rows cost nothing. perf/rows_probe.py, H100, fp16 nt, the persistent kernel's
+    mid tiles (pm_64x64x128_s6), us, CUDA graph warm / after the L2 flush (cuBLAS):
+    96x4096x4096 17.2 / 21.2 (9.4 / 17.5); A padded to 128 rows 9.6 / 17.7; A's boxes past
+    its 96 rows, C's inside 17.6 / 20.9; C's past its rows, A's inside 9.7 / 17.8. 80 rows
+    20.1 / 24.3 against 9.7 / 18.0 on A padded (8.8 / 17.5). Rows only: a box's first
+    column (A's, B's or C's innermost coordinate) moved to N - BN or K - BK lands off the
+    128-byte boundaries its boxes keep, and such a launch at 1000^3 fp16 (nn, 128x64
+    tiles) stopped on an illegal instruction."""
+    return tl.minimum(off_m, tl.maximum(M - BM, 0))
 
 
 @triton.jit
@@ -635,6 +660,8 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
                 ACTIVATION=activation, C_TMA=c_tma, SPLIT=split,
                 HI_FLUSH_K=hi_flush_k(k) if split else 0, HALF_TAIL=half_tail,
                 A_PLANES=planes, INT64=needs_int64(out, d),
+                CLAMP=(planes == 1 and not _a_m_major(a)
+                       and not (has_d and shares_storage(out, d))),
                 K_SHIFT=PLANE_SHIFT_BYTES // a.element_size() if planes == 2 else 0,
                 **dependent_meta(a.device))
     meta["TRIGGER"] = trigger and meta["DEPENDENT"]
@@ -643,7 +670,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
         return (programs(meta_["BM"], meta_["BN"], m, n, num_sms, half_tail, planes),)
 
     key = (*tuning, meta["PRECISION"], has_d, meta["D_ROW"], meta["C_TMA"], meta["HI_FLUSH_K"],
-           planes, meta["INT64"], a.dtype, b.dtype, out.dtype, d.dtype)
+           planes, meta["INT64"], meta["CLAMP"], a.dtype, b.dtype, out.dtype, d.dtype)
     launch(_persistent_kernel, _TUNED[family], grid, args, meta, config, family, key,
            prepare=set_block_shapes)
     return out
