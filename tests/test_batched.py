@@ -247,6 +247,8 @@ const = {"PRECISION": "tf32", "HAS_D": d_mode is not None, "D_MODE": d_mode or 0
          "B_K_MAJOR": b_k_major,
          "UPCAST": False, "C_TMA": True, "EPILOGUE_SUBTILE": sub, "BM": bm, "BN": bn, "BK": bk,
          "GROUP_M": bt.GROUP_M, "DEPENDENT": True}
+if d_mode == 0:  # D by pointers: unit columns, as the GPU specialises a stride of 1
+    const["stride_dn"] = 1
 kernel = sass_audit._compile(bt._batched_kernel, sig, const,
                              ["c_ptr", "d_ptr", "M", "N", "K", "stride_cb", "stride_cm"],
                              warps, stages)
@@ -284,6 +286,21 @@ def test_the_kernel_compiles_to_wgmma_unserialised_without_spills(tile, a_m_majo
     assert report["spill_stores"] == 0 and report["spill_loads"] == 0, report
     from perf import sass_audit
     assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem, report
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+@pytest.mark.parametrize("n", [4104, 4008], ids=["narrow", "wide"])
+def test_a_matrix_d_by_pointers_fits_shared_memory(dtype, n):
+    """A matrix D the epilogue reads by pointers (fp32 always; 16-bit D off 16-byte rows),
+    on the tile tile_for gives it, batches of 160 x n x 1025 (4104 columns: the narrow
+    tile's; 4008: the wide one's without a D), D's row stride not a multiple of 16 elements:
+    offline for sm_90a, within the H100's shared memory (the fp32 narrow tile with C whole
+    asked for 262176 bytes and failed to launch)."""
+    torch_dtype = torch.float32 if dtype == "fp32" else torch.float16
+    tile = batched.tile_for(2, 160, n, 1025, torch_dtype, 132, d_matrix=True)
+    report = offline_build(_COMPILE, list(tile), False, True, dtype, batched.D_POINTERS.value)
+    from perf import sass_audit
+    assert report["shared"] <= sass_audit.ARCHS["sm_90a"].smem, (tile, report)
 
 
 @gpu_only

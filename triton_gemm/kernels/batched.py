@@ -78,6 +78,15 @@ from .persistent import TMA_ALIGN_BYTES, programs, tile_origin
 WIDE = (128, 256, 64, 8, 3, True)
 NARROW = (128, 128, 64, 4, 4, False)
 TALL = (256, 128, 64, 8, 4, True)
+# fp32 operands with a matrix D (read by pointers: D_TMA takes 16-bit D only) take the
+# narrow tile with C stored in halves: the pointer loads of D stage a tile of it in shared
+# memory where its columns are unit-strided, which the other tiles cannot hold. Offline
+# sm_90a, tf32, B K-major, bytes of shared memory (the H100 has 232448): narrow 262176
+# where D's row stride is not a multiple of 16 elements (229408 where it is), wide in
+# halves 344088 either way; narrow in halves 229408. baddbmm of 2 x 160x4104x1025 fp32 (a
+# matrix D of 4104 columns) failed to launch on the narrow tile (random calls on the GPU,
+# TRITON_GEMM_TEST_SEED=1939956192). Not timed: a tf32 baddbmm with a matrix D.
+NARROW_FP32_D = (128, 128, 64, 4, 4, True)
 WIDE_MIN_N = 256
 WIDE_TF32_MIN_K = 512
 TALL_MIN_K = 512
@@ -118,8 +127,10 @@ D_TMA = tl.constexpr(2)
 def tile_for(batch: int, m: int, n: int, k: int, dtype: torch.dtype, sms: int,
              m_major: bool = False, d_matrix: bool = False) -> tuple:
     """The tile of a batch of (M, N, K) products of this operand dtype on `sms` SMs, A
-    stored M-major with m_major, the epilogue reading a matrix D with d_matrix (see WIDE
-    and TALL)."""
+    stored M-major with m_major, the epilogue reading a matrix D with d_matrix (see WIDE,
+    TALL and NARROW_FP32_D)."""
+    if d_matrix and dtype == torch.float32:
+        return NARROW_FP32_D
     short_tf32 = dtype == torch.float32 and k < WIDE_TF32_MIN_K
     if n >= WIDE_MIN_N and _covers(n, WIDE[1], NARROW[1]) and not short_tf32:
         return WIDE
