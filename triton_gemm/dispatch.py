@@ -368,7 +368,10 @@ MID_SHORT_MAX_M = 192
 # wave (4096x4096 weights: 32 tiles in 2 slices of 2048), where the rule keeps the mid
 # tiles, the tall ones lost at 96-192 rows: 96 21.2 / 20.7 (19.6), 144 25.3 / 19.9 (17.8),
 # 160 25.8 / 19.6 (22.2), 192 26.8 / 19.2 (20.4); they won at 72 rows, 20.6 / 24.7 (15.8),
-# left so (one shape).
+# left so (one shape). On the H100 too (sixty-third session, same probe, us; the mid tiles
+# then read A past its rows, before persistent.clamped_row): 96x4096x4096 tall 22.0-25.2
+# over 64 or 128 columns in 1-4 slices / mid 21.0 (17.8); 144x4096x4096 23.2-26.6 / 21.4
+# (18.2). With clamped_row the mid tiles take 18.2 and 20.3 (perf/rows_probe.py).
 TALL = True
 TALL_MIN_FILL = configs.WIDE_MIN_FILL
 

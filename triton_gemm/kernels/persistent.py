@@ -363,10 +363,11 @@ def clamped_row(off_m, M, BM: tl.constexpr):
     mid tiles (pm_64x64x128_s6), us, CUDA graph warm / after the L2 flush (cuBLAS):
     96x4096x4096 17.2 / 21.2 (9.4 / 17.5); A padded to 128 rows 9.6 / 17.7; A's boxes past
     its 96 rows, C's inside 17.6 / 20.9; C's past its rows, A's inside 9.7 / 17.8. 80 rows
-    20.1 / 24.3 against 9.7 / 18.0 on A padded (8.8 / 17.5). Rows only: a box's first
-    column (A's, B's or C's innermost coordinate) moved to N - BN or K - BK lands off the
-    128-byte boundaries its boxes keep, and such a launch at 1000^3 fp16 (nn, 128x64
-    tiles) stopped on an illegal instruction."""
+    20.1 / 24.3 against 9.7 / 18.0 on A padded (8.8 / 17.5); moved back, 10.0 / 18.3 at 80
+    rows and 10.0 / 18.2 at 96. Rows only: moved to N - BN, a box's first column (B's and
+    C's innermost coordinate) lands off the 128-byte boundaries the boxes keep (N = 1000,
+    BN = 64: 1872 bytes in), and a first form moving rows and columns stopped on an
+    illegal instruction at 1000^3 fp16 (nn, while tuning), which this form runs."""
     return tl.minimum(off_m, tl.maximum(M - BM, 0))
 
 
