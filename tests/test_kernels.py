@@ -1447,8 +1447,9 @@ def test_persistent_config_reads_an_m_major_a(family, tile, dtype, b_k_major):
 def test_persistent_clamped_tiles_and_an_in_place_epilogue(dtype):
     """Rows past whole tiles run as a last row of tiles moved back inside M (clamped_row),
     overlapping the row before it (columns past whole tiles as before): right with a matrix
-    D apart from the output; and where the output is D itself (addmm's out=input) the tiles
-    are not moved, since an overlapping tile would read D's rows after the one before it
+    D apart from the output; and where the output is D itself (matmul_2d takes it; the API
+    writes an out= sharing an operand's memory through a fresh tensor) the tiles are not
+    moved, since an overlapping tile would read D's rows after the one before it
     stored them (the interpreter runs programs one after another, so a moved launch fails
     here)."""
     names = [t[0] for t in configs.persistent_tiles("half_mid")]

@@ -471,8 +471,9 @@ def needs_int64(*tensors: torch.Tensor) -> bool:
 
 
 def shares_storage(x: torch.Tensor, y: torch.Tensor) -> bool:
-    """Whether x and y are views of one storage (addmm's out=input): one call per tensor,
-    like needs_int64, where an overlap test of their spans would cost more."""
+    """Whether x and y are views of one storage (a kernel's output that is its D too):
+    one call per tensor, like needs_int64, where an overlap test of their spans would cost
+    more."""
     return x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
 
 
