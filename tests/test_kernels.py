@@ -481,13 +481,15 @@ def test_persistent_reads_an_a_off_a_sector_as_two_planes(dtype, precision, b_k_
                                                           monkeypatch):
     """A row-major A whose rows are 16 bytes off a 32-byte sector (fp16 K = 8 mod 16, fp32
     K = 4 mod 8) runs as planes of even and odd rows (A_PLANES), the odd rows' K steps 16
-    bytes early: exact over ragged tiles, with a bias or no D, TMA- and pointer-stored; a
-    matrix D (which runs one plane), an odd M, a sector-aligned pitch and the split kernel
-    do not."""
+    bytes early: exact over ragged tiles, each plane's last row of tiles moved back inside
+    it (CLAMP, overlapping the row before: 225 rows a plane in 128-row tiles here), with a
+    bias or no D, TMA- and pointer-stored; a matrix D (which runs one plane), an odd M, a
+    sector-aligned pitch and the split kernel do not."""
     m, n, k = (1000, 272, 200) if DEVICE == "cuda" else (450, 48, 40)  # C rows: 16 bytes
     if dtype == torch.float32:
         k -= 4  # 784 / 144 bytes a row
-    seen = persistent_launch_meta(monkeypatch, "A_PLANES", "K_SHIFT")
+    monkeypatch.setattr(persistent, "CLAMP_PLANES", True)
+    seen = persistent_launch_meta(monkeypatch, "A_PLANES", "K_SHIFT", "CLAMP")
     a = aligned(m, k, dtype)
     assert (a.stride(0) * a.element_size()) % 32 == 16
     b = aligned(n, k, dtype).t() if b_k_major else aligned(k, n, dtype)
@@ -505,8 +507,8 @@ def test_persistent_reads_an_a_off_a_sector_as_two_planes(dtype, precision, b_k_
         assert_close(out, ref, dtype, None if precision == "half" else precision, label)
         if pad:
             assert torch.isnan(storage[:, n:]).all()
-    planes = (2, 16 // a.element_size())
-    assert seen == [planes, (1, 0), planes, planes]
+    planes = (2, 16 // a.element_size(), True)
+    assert seen == [planes, (1, 0, True), planes, planes]
     assert persistent.a_planes(a[1:]) == 1  # odd M
     # Planes of 260 rows take three rows of 128-row tiles each, 520 rows five.
     assert persistent.a_planes(aligned(520, k, dtype)) == 1

@@ -285,7 +285,7 @@ def test_one_signed_operands_in_every_layout():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message without a GPU")
-@pytest.mark.parametrize("script", ["accuracy", "int64_probe", "rows_probe"])
+@pytest.mark.parametrize("script", ["accuracy", "int64_probe", "rows_probe", "clamp_probe"])
 def test_gpu_scripts_say_they_need_a_gpu(script):
     module = importlib.import_module(f"perf.{script}")
     with pytest.raises(SystemExit, match="CUDA GPU"):

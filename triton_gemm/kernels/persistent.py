@@ -257,13 +257,14 @@ def _persistent_kernel(
     DEPENDENT: see common.dependent_launch. TRIGGER (with DEPENDENT): once the kernel before
     has finished, let the kernel launched after this one start beside it (a fringe strip
     run beside the core, dispatch.STRIP_BESIDE).
-    CLAMP (not with A_PLANES = 2 or A_M_MAJOR, nor where C and D share memory): the last
-    row of tiles starts BM rows before M (clamped_row), never past it.
+    CLAMP (not with A_M_MAJOR, nor where C and D share memory): the last row of tiles
+    (of each plane with A_PLANES = 2) starts BM rows before its end (clamped_row), never
+    past it.
     """
     tl.static_assert(not (SPLIT and HALF_TAIL))
     tl.static_assert(DEPENDENT or not TRIGGER)
     tl.static_assert(A_PLANES == 1 or not (SPLIT or HALF_TAIL or A_M_MAJOR))
-    tl.static_assert(not (CLAMP and (A_PLANES == 2 or A_M_MAJOR)))
+    tl.static_assert(not (CLAMP and A_M_MAJOR))
     if SPLIT:
         # At one K step per flush the compiler folds `acc += dot(a, b, 0)` into
         # dot(a, b, acc): every add in the tensor core again.
@@ -294,14 +295,14 @@ def _persistent_kernel(
                          flatten=not WARP_SPECIALIZE,
                          warp_specialize=WARP_SPECIALIZE):
         off_m, off_n = tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
-        if CLAMP:
-            off_m = clamped_row(off_m, M, BM)
         plane = 0
         if A_PLANES == 2:
             # Planes one after the other: as fast as alternating them by rows of tiles,
             # or faster (probes, README "TMA rows off a sector").
             plane = off_m // BM // plane_tiles
             off_m -= plane * plane_tiles * BM
+        if CLAMP:
+            off_m = clamped_row(off_m, tl.cdiv(M, A_PLANES), BM)  # inside its plane
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         if SPLIT:
             hi_acc = tl.zeros((BM, BN), dtype=tl.float32)
@@ -351,6 +352,13 @@ def _persistent_kernel(
             store_tile(acc, c_ptr, ct_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_dm,
                        stride_dn, alpha, beta, HAS_D, D_ROW, ACTIVATION, C_TMA,
                        EPILOGUE_SUBTILE, BM, BN // 2, 0, 1, INT64)
+
+
+# Whether each plane's last row of tiles is moved back as well (CLAMP with A_PLANES = 2):
+# 1000^3 fp16 splits A into planes of 500 rows, whose last 128-row tiles read 12 rows of
+# zeros past each plane on every K step. Off until measured (perf/clamp_probe.py compares
+# both); the interpreter's plane tests run it on.
+CLAMP_PLANES = False
 
 
 @triton.jit
@@ -661,7 +669,7 @@ def matmul_2d(a, b, out, d=None, *, alpha=1.0, beta=0.0, precision="tf32", activ
                 ACTIVATION=activation, C_TMA=c_tma, SPLIT=split,
                 HI_FLUSH_K=hi_flush_k(k) if split else 0, HALF_TAIL=half_tail,
                 A_PLANES=planes, INT64=needs_int64(out, d),
-                CLAMP=(planes == 1 and not _a_m_major(a)
+                CLAMP=((planes == 1 or CLAMP_PLANES) and not _a_m_major(a)
                        and not (has_d and shares_storage(out, d))),
                 K_SHIFT=PLANE_SHIFT_BYTES // a.element_size() if planes == 2 else 0,
                 **dependent_meta(a.device))
