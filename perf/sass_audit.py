@@ -44,8 +44,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from triton_gemm import configs  # noqa: E402
 from triton_gemm.kernels.matmul import _matmul_kernel  # noqa: E402
-from triton_gemm.kernels.persistent import (HALF_TAIL_FAMILIES, HALF_TAIL_MIN_BN,  # noqa: E402
-                                            PLANE_SHIFT_BYTES,
+from triton_gemm.kernels.persistent import (CLAMP_PLANES, HALF_TAIL_FAMILIES,  # noqa: E402
+                                            HALF_TAIL_MIN_BN, PLANE_SHIFT_BYTES,
                                             _persistent_kernel)
 
 
@@ -106,7 +106,7 @@ def compile_config(dtype: str, precision: str, tile, has_d: bool, c_tma: bool = 
                           if planes else 0),
                  BM=bm, BN=bn, BK=bk, GROUP_M=configs.GROUP_M, EPILOGUE_SUBTILE=subtile,
                  WARP_SPECIALIZE=bool(ws and ws[0]), DEPENDENT=True, TRIGGER=False,
-                 CLAMP=not (planes or a_m_major))
+                 CLAMP=not a_m_major and (CLAMP_PLANES or not planes))
     if has_d:
         const["stride_dn"] = 1
     if not c_tma:
