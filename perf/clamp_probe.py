@@ -30,12 +30,6 @@ from triton_gemm.tolerances import tolerance  # noqa: E402
 VARIANTS = {"cublas": None, "planes clamped": True, "planes not clamped": False}
 
 
-def warm_graph_ms(fn) -> float:
-    """Median ms of fn() replayed from a CUDA graph, operands left in L2."""
-    import triton.testing
-    return triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median")
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", nargs="+", default=["1000,1000,1000"], metavar="M,N,K")
@@ -68,7 +62,7 @@ def main(argv=None) -> int:
                     status = 1
                 tiles[name] = triton_gemm.last_config() if clamp is not None else ""
                 for column, timer in zip(times[name], (bench.gpu_median_ms,
-                                                       bench.cold_graph_ms, warm_graph_ms)):
+                                                       bench.cold_graph_ms, bench.warm_graph_ms)):
                     column.append(1e3 * timer(fn))
         print(f"{shape} {args.dtype} nn, A planes {persistent.a_planes(a, b=b)}: us, "
               f"eager after the flush / graph after the flush / graph warm, "

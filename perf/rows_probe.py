@@ -35,12 +35,6 @@ from triton_gemm.tolerances import tolerance  # noqa: E402
 PAD_ROWS = 64  # the mid tiles' height (configs "half_mid")
 
 
-def warm_graph_ms(fn) -> float:
-    """Median ms of fn() replayed from a CUDA graph, operands left in L2."""
-    import triton.testing
-    return triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median")
-
-
 def boxes_out_of_bounds(padded, w, out, m: int, a_rows: int, c_rows: int):
     """out = padded @ w.T on the persistent kernel over padded's rows, its A descriptor
     holding a_rows of them and its C descriptor c_rows of out's (the boxes past those rows
@@ -101,7 +95,7 @@ def main(argv=None) -> int:
         times = {name: ([], []) for name in fns}
         for _ in range(args.rounds):
             for name, fn in fns.items():
-                times[name][0].append(warm_graph_ms(fn))
+                times[name][0].append(bench.warm_graph_ms(fn))
                 times[name][1].append(bench.cold_graph_ms(fn))
         base = [statistics.median(t) for t in times["cublas"]]
         for name in fns:
