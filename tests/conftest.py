@@ -97,6 +97,28 @@ def single_plan(m, n, k, dtype=torch.float16, b_k_major=False, batch=1, precisio
     return dispatch.plan(a, b, precision, sms)
 
 
+def check_pointer_store_and_matrix_d(kernel, m: int, n: int, k: int) -> None:
+    """A kernel module's matmul_2d (kernels/tall.py, kernels/wide.py) into an fp16 out whose
+    rows are off 16 bytes (stored by pointers) with a bias, out's column past N left NaN;
+    then with a matrix D, which supports() leaves to the persistent kernel but the kernel
+    computes right all the same."""
+    from triton_gemm.tolerances import assert_close
+    name = kernel.__name__.rsplit(".", 1)[-1]
+    a, b = randn(m, k, dtype=torch.float16), randn(k, n, dtype=torch.float16)
+    bias, d = randn(n, dtype=torch.float16), randn(m, n, dtype=torch.float16)
+    buffer = poisoned(m, n + 1, dtype=torch.float16)
+    out = buffer[:, :n]
+    assert kernel.supports(a, b, out, bias.expand(m, n)) and not kernel.supports(a, b, out, d)
+    kernel.matmul_2d(a, b, out, bias, alpha=-1.0, beta=0.5, sms=3)
+    assert_close(out, -(a.double() @ b.double()) + 0.5 * bias.double(), torch.float16,
+                 what=f"{name}, pointer-stored C", operands=(a, b))
+    assert torch.isnan(buffer[:, n]).all()
+    out = poisoned(m, n, dtype=torch.float16)
+    kernel.matmul_2d(a, b, out, d, alpha=2.0, beta=-1.0, sms=3)
+    assert_close(out, 2.0 * (a.double() @ b.double()) - d.double(), torch.float16,
+                 what=f"{name}, matrix D", operands=(a, b))
+
+
 @pytest.fixture(autouse=True)
 def _seed_per_test(request):
     """Each test draws its own stream from the session seed and its name."""

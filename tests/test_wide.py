@@ -12,7 +12,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import gpu_only, offline_build, randn, requires_kernels, single_plan, stored
+from conftest import (check_pointer_store_and_matrix_d, gpu_only, offline_build, randn,
+                      requires_kernels, single_plan, stored)
 import triton_gemm
 from triton_gemm import configs, dispatch, last_config
 from triton_gemm.kernels import wide
@@ -50,20 +51,7 @@ def test_wide_product_into_rows_tma_cannot_store_and_with_a_matrix_d():
     """An out whose rows are off 16 bytes (stored by pointers), the tile's right part inside
     N, a bias; out's column past N untouched. A matrix D: supports() leaves it to the
     persistent kernel (spills here), but the kernel computes it right."""
-    m, n, k = 72, 152, 64
-    a, b = randn(m, k, dtype=torch.float16), randn(k, n, dtype=torch.float16)
-    bias, d = randn(n, dtype=torch.float16), randn(m, n, dtype=torch.float16)
-    buffer = torch.full((m, n + 1), float("nan"), dtype=torch.float16, device=a.device)
-    out = buffer[:, :n]
-    assert wide.supports(a, b, out, bias.expand(m, n)) and not wide.supports(a, b, out, d)
-    wide.matmul_2d(a, b, out, bias, alpha=-1.0, beta=0.5, sms=3)
-    assert_close(out, -(a.double() @ b.double()) + 0.5 * bias.double(), torch.float16,
-                 what="wide, pointer-stored C", operands=(a, b))
-    assert torch.isnan(buffer[:, n]).all()
-    out = torch.full((m, n), float("nan"), dtype=torch.float16, device=a.device)
-    wide.matmul_2d(a, b, out, d, alpha=2.0, beta=-1.0, sms=3)
-    assert_close(out, 2.0 * (a.double() @ b.double()) - d.double(), torch.float16,
-                 what="wide, matrix D", operands=(a, b))
+    check_pointer_store_and_matrix_d(wide, 72, 152, 64)
 
 
 def test_wide_refuses_what_it_cannot_read():
