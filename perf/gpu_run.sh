@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call, logs under $OUT:
 #   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [plans] [overhead] [tune_time] [transformer] [accuracy] [quick] [report ARGS...]
-# tests: the GPU pytest suite (TESTS="paths" for a part of it); sanitize: compute-sanitizer memcheck over the CUDA ladder;
+# tests: the GPU pytest suite (TESTS="paths" for a part of it, TESTS_K="a -k expression": TESTS
+# is split on spaces); sanitize: compute-sanitizer memcheck over the CUDA ladder;
 # simt: the warp-tiled SIMT kernel sweep (perf/tune_simt.py); ncu_simt: Nsight Compute of ladder
 # step 9 and triton_gemm ieee beside cuBLAS SGEMM at 4096^3 (perf/profile_simt.py, executed
 # instructions per opcode included), and the CUDA ladder's SASS;
@@ -32,7 +33,8 @@ while [ $# -gt 0 ]; do
             echo "TRITON_GEMM_TEST_SEED=$TRITON_GEMM_TEST_SEED ${parallel:-serial}" \
                 | tee -a "$out/pytest.log"
             # shellcheck disable=SC2086
-            python3 -m pytest -q -rs --durations=15 $parallel ${TESTS:-tests} 2>&1 \
+            python3 -m pytest -q -rs --durations=15 $parallel ${TESTS:-tests} \
+                ${TESTS_K:+-k "$TESTS_K"} 2>&1 \
                 | tee -a "$out/pytest.log" | tail -40
             status=$((status | ${PIPESTATUS[0]})) ;;
         sanitize)
