@@ -11,7 +11,7 @@ LAYOUT is nn (row-major A and B), nt (B K-major), tn (A M-major) or tt (both). W
 128 x 256 tiles on 132 SMs, 4096^3 makes 512 tiles (3.88 waves) and 4096 x 4224 x 4096
 makes 528 (4.00); 8192^3 2048 (15.5) and 8192 x 8448 x 8192 2112 (16.0). If the partial
 wave costs a whole one, the whole-wave shapes run ~3% more TFLOPS than the square ones on
-the library, not on cuBLAS (measured: they do not; README, "tf32 at the power limit").
+the library, not on cuBLAS (measured: they do not; docs/design.md, "tf32 at the power limit").
 --sustain also runs each implementation back to back for SECONDS (no flush) while sampling
 the SM clock and board power (torch.cuda.clock_rate / power_draw, through NVML): at the
 H100's 700 W limit a kernel that spends more energy per product runs at a lower clock.

@@ -1212,7 +1212,7 @@ def _tma_direct(a: torch.Tensor, b: torch.Tensor, fp32_tensor_core: bool):
 # session): 3000^3 fp16 133.9 / 120.4 (82.9), 2056^3 59.6 / 59.4 (32.5), tf32 4100^3 501.3
 # (B's K-major copy, the strip on split-K) / 492.6 (573.7), 1000^3 fp16 14.3 / 16.3 (12.4):
 # the copies cost more than they save there, so 1000^3 stays direct. Copying only one
-# operand ran faster on some shapes (see README "TMA rows off a sector"); since the
+# operand ran faster on some shapes (see docs/design.md, "TMA rows off a sector"); since the
 # thirty-first session, two such plans (below).
 # Since the persistent kernel reads such an A as two planes of rows (persistent.a_planes),
 # a 16-bit product whose only off-sector operand is that A runs direct at any size.

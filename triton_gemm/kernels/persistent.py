@@ -148,8 +148,9 @@ def store_tile(acc, c_ptr, c_desc, d_ptr, off_m, off_n, M, N, stride_cm, stride_
         offs_n = offs_n.to(tl.int64)
     if D_ROW:
         # A BM x BN tile of pointers held 255 registers and spilled 36-112 bytes on the 8-warp
-        # 128x256, 4-warp 128x128 and 3xTF32 tiles (ptxas -v for sm_90, triton 3.6; README);
-        # the vector spills on none, and the pipeliner stages no D tile in shared memory.
+        # 128x256, 4-warp 128x128 and 3xTF32 tiles (ptxas -v for sm_90, triton 3.6;
+        # docs/design.md); the vector spills on none, and the pipeliner stages no D tile in
+        # shared memory.
         acc = finish(acc, d_ptr + offs_n * stride_dn, offs_n < N, beta, HAS_D, ACTIVATION)
     else:
         acc = finish(acc, d_ptr + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn,
@@ -298,7 +299,7 @@ def _persistent_kernel(
         plane = 0
         if A_PLANES == 2:
             # Planes one after the other: as fast as alternating them by rows of tiles,
-            # or faster (probes, README "TMA rows off a sector").
+            # or faster (probes, docs/design.md "TMA rows off a sector").
             plane = off_m // BM // plane_tiles
             off_m -= plane * plane_tiles * BM
         if CLAMP:
@@ -454,7 +455,8 @@ def _halves_run(config, m: int, n: int, sms: int) -> bool:
 # 1639.4 -> 1591.4 (1701.9), bf16 1599.8 -> 1572.7 / 1582.1 -> 1558.6 (1584.8); 4096^3
 # fp16 190.0 -> 190.6 / 193.5 -> 191.5 (187.7), bf16 184.8 -> 183.1 / 186.4 -> 186.2
 # (182.4); 124 programs (a fifth wave) 214.6 at 4096^3 fp16. Through the library, A/B in
-# alternating processes, eight shapes 0.6-3.7% faster in GPU time (README "Balanced waves").
+# alternating processes, eight shapes 0.6-3.7% faster in GPU time (docs/design.md,
+# "Balanced waves").
 BALANCED_WAVES = True
 
 

@@ -94,7 +94,7 @@ LOADER_REGS = 24
 # CTAs a cluster of matmul_2d's launch holds from CLUSTER_MIN_MNK (M * N * K) on, sharing
 # Y's tiles by TMA multicast (_multicast_y). At the H100's 700 W limit the clock follows
 # energy per product, and L2 reads are part of it: cuBLAS's tf32 kernel (same 128x256x32
-# tile, two wgmma warpgroups) runs in clusters of two (README, "tf32 at the power limit").
+# tile, two wgmma warpgroups) runs in clusters of two (docs/design.md, "tf32 at the power limit").
 # perf/wave_probe.py --kernels, H100, two runs, 1 / 2 / 4 CTAs (cuBLAS): sustained TFLOPS
 # 8192^3 nn 344.5-345.7 / 351.6-354.9 / 222.9 (358.9-363.2), tt 343.8-347.5 / 349.4-353.5
 # (347.1-354.2), 4096^3 nn 331.3-339.8 / 338.5-343.5 (342.9-350.0); eager after an L2
