@@ -152,8 +152,9 @@ def test_cited_sections_exist():
         assert any(t.startswith(title) for t in titles[doc]), f"{path}: {doc} \"{title}\""
 
 
-def test_design_contents_list_its_entries_in_order():
-    entries = [re.sub(r"\s+", " ", t).rstrip(".").strip()
-               for t in re.findall(r"^- \*\*(.+?)\*\*", DESIGN, re.M | re.S)]
+def test_design_contents_list_its_entries_and_sections_in_order():
+    entries = [re.sub(r"\s+", " ", bold or heading).rstrip(".").strip()
+               for bold, heading in re.findall(r"^- \*\*(.+?)\*\*|^## (.+?)$", DESIGN,
+                                               re.M | re.S)]
     listed = DESIGN.split("Contents, in the order below")[1].split("\n\n- **")[0]
     assert re.findall(r"^- (.+)$", listed, re.M) == entries
