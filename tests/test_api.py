@@ -150,6 +150,18 @@ def test_linear(dtype, precision, with_bias, input_shape):
 
 
 @requires_kernels
+@pytest.mark.parametrize("dtype,precision", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("input_shape", [(24,), (13, 24), (2, 5, 24)])
+def test_linear_with_a_1d_weight_is_input_at_weight(dtype, precision, input_shape):
+    """As torch: a 1-D weight is one output feature, its dimension dropped."""
+    x, w = randn(*input_shape, dtype=dtype), randn(24, dtype=dtype)
+    out = tg.linear(x, w, precision=precision)
+    ref = torch.nn.functional.linear(x.double().cpu(), w.double().cpu())
+    assert out.shape == ref.shape == input_shape[:-1]
+    assert_close(out, ref, dtype, precision, f"linear {input_shape} 1-D weight")
+
+
+@requires_kernels
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_empty_dimensions(dtype):
     a, b = randn(7, 0, dtype=dtype), randn(0, 5, dtype=dtype)
@@ -291,6 +303,10 @@ def ones(*shape, dtype=torch.float32):
     (lambda: tg.linear(ones(2, 3), ones(4, 3), ones(5)), ValueError,
      "'bias' must have shape (4,)"),
     (lambda: tg.linear(ones(2, 3), ones(4, 5)), ValueError, "cannot be multiplied"),
+    (lambda: tg.linear(ones(2, 3), ones(4)), ValueError, "(2x3 and 4)"),
+    (lambda: tg.linear(ones(2, 3), ones(3), ones(())), ValueError,
+     "must be 2-D (out_features x in_features) with a bias or an activation"),
+    (lambda: tg.linear(ones(2, 3), ones(1, 4, 3)), ValueError, "got shape (1, 4, 3)"),
     (lambda: tg.mm(ones(2, 3, 4), ones(4, 5)), ValueError, "must be 2-D"),
     (lambda: tg.bmm(ones(3, 4), ones(4, 5)), ValueError, "'input' and 'mat2' must be 3-D"),
     (lambda: tg.mm(ones(4, 3).to_sparse(), ones(3, 5)), TypeError,
@@ -315,6 +331,51 @@ def test_cpu_tensors_without_interpreter_say_how_to_fix():
                          timeout=300)
     assert res.returncode == 0, res.stderr
     assert "ERR" in res.stdout and "TRITON_INTERPRET=1" in res.stdout and "cuda" in res.stdout
+
+
+# Calls on meta tensors: torch's function and triton_gemm's, on the same (shapes, dtype).
+META_CALLS = {
+    "mm": (((9, 14), (14, 11)), torch.mm, tg.mm),
+    "bmm": (((3, 9, 14), (3, 14, 11)), torch.bmm, tg.bmm),
+    "matmul_broadcast": (((3, 1, 9, 14), (2, 14, 11)), torch.matmul, tg.matmul),
+    "matmul_vectors": (((14,), (14,)), torch.matmul, tg.matmul),
+    "addmm": (((11,), (9, 14), (14, 11)), torch.addmm, tg.addmm),
+    "baddbmm": (((3, 9, 11), (3, 9, 14), (3, 14, 11)), torch.baddbmm, tg.baddbmm),
+    "linear_bias": (((2, 9, 14), (11, 14), (11,)), torch.nn.functional.linear, tg.linear),
+    "linear_1d_weight": (((9, 14), (14,)), torch.nn.functional.linear, tg.linear),
+}
+
+
+@pytest.mark.parametrize("name", list(META_CALLS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_meta_tensors_give_the_result_shape_like_torch(name, dtype):
+    """Meta tensors (shape inference, a pipeline stage's dry run) get the meta tensor torch
+    gives, and gradients of the operands' shapes; no kernel runs."""
+    shapes, torch_fn, tg_fn = META_CALLS[name]
+    args = [torch.empty(s, dtype=dtype, device="meta", requires_grad=True) for s in shapes]
+    ref, got = torch_fn(*args), tg_fn(*args)
+    assert (got.shape, got.dtype, got.device) == (ref.shape, ref.dtype, ref.device)
+    grads = torch.autograd.grad(got.sum(), args)
+    assert [(g.shape, g.device) for g in grads] == [(a.shape, a.device) for a in args]
+    out = torch.empty(0, dtype=dtype, device="meta")
+    if name in ("mm", "bmm", "addmm", "baddbmm"):
+        with torch.no_grad():
+            assert tg_fn(*args, out=out) is out and out.shape == ref.shape
+
+
+def test_meta_tensors_without_interpreter_give_shapes():
+    """The device check lets meta tensors through where no interpreter runs either."""
+    code = ("import torch, triton_gemm as tg\n"
+            "a = torch.empty(5, 7, device='meta', dtype=torch.float16)\n"
+            "print(tuple(tg.linear(a, torch.empty(3, 7, device='meta', dtype=torch.float16))"
+            ".shape), tg.mm(a, a.t()).device)\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["(5,", "3)", "meta"]
 
 
 # name: (shape of input, shape of other, the call, shape of its result).

@@ -84,7 +84,9 @@ def _checked(fn: str, names: tuple[str, ...], tensors: tuple, out=None) -> tuple
     if dtype not in SUPPORTED_DTYPES or any(t.dtype != dtype or t.device != device
                                             for t in tensors[1:]):
         _explain_mismatch(fn, names, tensors)
-    if device.type != "cuda" and not _kernel.INTERPRETER:
+    # Meta tensors carry shapes only: every function returns the result's meta tensor, as
+    # torch does (shape inference, e.g. a pipeline stage's dry run); no kernel runs.
+    if device.type not in ("cuda", "meta") and not _kernel.INTERPRETER:
         raise ArgumentValueError(f"{fn}(): tensors are on {device}, but triton_gemm runs on CUDA "
                                  "devices; move them with .cuda(), or set TRITON_INTERPRET=1 "
                                  "before importing triton_gemm to run in Triton's (slow) CPU "
@@ -350,7 +352,8 @@ ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
 
 
 def linear(input, weight, bias=None, *, activation=None, precision=None):
-    """As torch.nn.functional.linear: input @ weight.T + bias, weight read as stored (N x K).
+    """As torch.nn.functional.linear: input @ weight.T + bias, weight read as stored (N x K);
+    a 1-D weight (K,) without bias or activation gives input @ weight, as in torch.
 
     activation: None, "relu", "gelu" (exact), "gelu_tanh" (approximate="tanh") or "silu",
     applied in the GEMM's epilogue (no extra pass over the output)."""
@@ -362,16 +365,23 @@ def linear(input, weight, bias=None, *, activation=None, precision=None):
         names, tensors = names + ("bias",), tensors + (bias,)
     tensors = _checked("linear", names, tensors)
     input, weight, bias = tensors if bias is not None else (*tensors, None)
-    if weight.dim() != 2:
-        raise ArgumentValueError("linear(): 'weight' must be 2-D (out_features x in_features), "
+    if weight.dim() not in (1, 2) or weight.dim() == 1 and (bias is not None or activation):
+        raise ArgumentValueError("linear(): 'weight' must be 2-D (out_features x in_features)"
+                                 f"{' with a bias or an activation' * (weight.dim() == 1)}, "
                                  f"got shape {tuple(weight.shape)}")
     if input.dim() == 0:
         raise ArgumentValueError("linear(): 'input' needs at least 1 dimension")
-    n, k = weight.shape
+    k = weight.shape[-1]
     if input.shape[-1] != k:
+        weight_t = f"{k}x{weight.shape[0]}" if weight.dim() == 2 else f"{k}"
         raise ArgumentValueError("linear(): input and weight.T shapes cannot be multiplied "
                                  f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
-                                 f"{k}x{n})")
+                                 f"{weight_t})")
+    if weight.dim() == 1:
+        # As torch: a 1-D weight is one output feature with its dimension dropped,
+        # input @ weight.
+        return matmul(input, weight, precision=precision)
+    n = weight.shape[0]
     if bias is not None and bias.shape not in ((n,), ()):
         raise ArgumentValueError(f"linear(): 'bias' must have shape ({n},) to match weight's "
                                  f"out_features, got {tuple(bias.shape)}")

@@ -43,6 +43,8 @@ def gemm_into(a: torch.Tensor, b: torch.Tensor, d: Optional[torch.Tensor], alpha
     """gemm_impl writing into out (shape a.shape[:-1] + b.shape[-1:], a's dtype and device,
     sharing no memory with a, b or d: every kernel writes each output tile once, but reads
     its operands throughout). Returns out."""
+    if out.is_meta:
+        return out  # shapes only (api._checked): nothing to compute
     if a.is_cuda and _several_gpus() and a.get_device() != torch.cuda.current_device():
         # Triton launches on the current device: run where the operands live.
         with torch.cuda.device(a.device):
