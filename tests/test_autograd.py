@@ -28,7 +28,7 @@ def _leaf(t, dtype):
 @requires_kernels
 @pytest.mark.parametrize("dtype,precision", GRAD_CASES, ids=GRAD_IDS)
 @pytest.mark.parametrize("name", ["matmul_broadcast", "bmm", "addmm", "baddbmm",
-                                  "linear_bias"])
+                                  "linear_bias", "linear_broadcast_bias"])
 def test_gradients_match_float64_torch(dtype, precision, name):
     if name == "matmul_broadcast":
         shapes = [(2, 1, 13, 21), (3, 21, 9)]
@@ -48,6 +48,10 @@ def test_gradients_match_float64_torch(dtype, precision, name):
         ours = lambda c, a, b: tg.baddbmm(c, a, b, beta=1.5, alpha=0.5,  # noqa: E731
                                           precision=precision)
         ref = lambda c, a, b: torch.baddbmm(c, a, b, beta=1.5, alpha=0.5)  # noqa: E731
+    elif name == "linear_broadcast_bias":  # a bias of more than out_features, as torch's
+        shapes = [(2, 13, 21), (9, 21), (13, 9)]
+        ours = lambda x, w, bias: tg.linear(x, w, bias, precision=precision)  # noqa: E731
+        ref = torch.nn.functional.linear
     else:
         shapes = [(2, 13, 21), (9, 21), (9,)]
         ours = lambda x, w, bias: tg.linear(x, w, bias, precision=precision)  # noqa: E731
@@ -175,11 +179,11 @@ def test_patch_swaps_every_linear_in_place_and_trains():
 
 @requires_kernels
 @pytest.mark.parametrize("activation", list(TORCH_ACTIVATIONS))
-@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("bias_shape", [(19,), (2, 1, 19), None])
 @pytest.mark.parametrize("dtype,precision", [(torch.float32, "ieee"), (torch.bfloat16, None)],
                          ids=["fp32-ieee", "bf16"])
-def test_fused_activation_forward_and_gradients(activation, with_bias, dtype, precision):
-    base = [randn(2, 11, 24), randn(19, 24)] + ([randn(19)] if with_bias else [])
+def test_fused_activation_forward_and_gradients(activation, bias_shape, dtype, precision):
+    base = [randn(2, 11, 24), randn(19, 24)] + ([randn(*bias_shape)] if bias_shape else [])
     cot = randn(2, 11, 19)
 
     def ours(x, w, b=None):

@@ -353,7 +353,8 @@ ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
 
 def linear(input, weight, bias=None, *, activation=None, precision=None):
     """As torch.nn.functional.linear: input @ weight.T + bias, weight read as stored (N x K);
-    a 1-D weight (K,) without bias or activation gives input @ weight, as in torch.
+    a 1-D weight (K,) without bias or activation gives input @ weight, as in torch. bias:
+    (N,) or () (read as a row in the epilogue), or any shape broadcasting to the output.
 
     activation: None, "relu", "gelu" (exact), "gelu_tanh" (approximate="tanh") or "silu",
     applied in the GEMM's epilogue (no extra pass over the output)."""
@@ -382,10 +383,20 @@ def linear(input, weight, bias=None, *, activation=None, precision=None):
         # input @ weight.
         return matmul(input, weight, precision=precision)
     n = weight.shape[0]
-    if bias is not None and bias.shape not in ((n,), ()):
-        raise ArgumentValueError(f"linear(): 'bias' must have shape ({n},) to match weight's "
-                                 f"out_features, got {tuple(bias.shape)}")
     prec = resolve_precision(precision, input.dtype)
+    if bias is not None and bias.shape not in ((n,), ()):
+        # Any bias that broadcasts to the output, as in torch: a matrix D in the epilogue.
+        out_shape = (*input.shape[:-1], n)
+        try:
+            d = bias.expand(out_shape)
+        except RuntimeError:
+            raise ArgumentValueError(f"linear(): 'bias' of shape {tuple(bias.shape)} does not "
+                                     f"broadcast to the output shape {out_shape}; pass a bias "
+                                     f"of shape ({n},) for weight's out_features") from None
+        rows = math.prod(out_shape[:-1])
+        c = _mm3(input.reshape(1, rows, k), weight.t().unsqueeze(0), precision=prec,
+                 d=d.reshape(1, rows, n), beta=1.0, activation=activation or "none")
+        return c.reshape(out_shape)
     return ops.linear(input, weight, bias, prec, activation or "none")
 
 
