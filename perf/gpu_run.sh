@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call, logs under $OUT:
-#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [plans] [overhead] [tune_time] [transformer] [accuracy] [quick] [report ARGS...]
+#   bash perf/gpu_run.sh [tests] [sanitize] [simt] [ncu_simt] [plans] [overhead] [tune_time] [transformer] [accuracy] [clamp] [quick] [report ARGS...]
 # tests: the GPU pytest suite (TESTS="paths" for a part of it, TESTS_K="a -k expression": TESTS
 # is split on spaces); sanitize: compute-sanitizer memcheck over the CUDA ladder;
 # simt: the warp-tiled SIMT kernel sweep (perf/tune_simt.py); ncu_simt: Nsight Compute of ladder
@@ -8,7 +8,8 @@
 # instructions per opcode included), and the CUDA ladder's SASS;
 # plans: perf/plans.py for each PLANS="M,N,K,LAYOUT:PRECISIONS ..." entry (every dispatch path
 # of the shape beside cuBLAS);
-# overhead: host cost per eager call (perf/overhead.py); accuracy: fp32 precisions on N(0,1) and U(0,1) data (perf/accuracy.py); tune_time: first-call tuning time and its reuse by a second process (perf/tune_time.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
+# overhead: host cost per eager call (perf/overhead.py); clamp: perf/clamp_probe.py (fp16 and
+# bf16) and perf/rows_probe.py on the shapes still to be measured; accuracy: fp32 precisions on N(0,1) and U(0,1) data (perf/accuracy.py); tune_time: first-call tuning time and its reuse by a second process (perf/tune_time.py); transformer: perf/transformer.py; quick: perf/report.py --quick; report ARGS: perf/report.py with ARGS (must come last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$(mktemp -d)}"
@@ -72,6 +73,18 @@ while [ $# -gt 0 ]; do
         transformer)
             python3 perf/transformer.py > "$out/transformer.log" 2>&1
             status=$((status | $?)); cat "$out/transformer.log" ;;
+        clamp)
+            # Whether planes of rows gain from persistent.CLAMP_PLANES (off until this says),
+            # then the rows against an 11008-wide weight (perf/rows_probe.py); each probe
+            # capped so one that hangs leaves the others their time.
+            rc=0
+            { timeout 240 python3 perf/clamp_probe.py \
+                  --shapes 1000,1000,1000 2000,1000,1000 1000,4096,1000 || rc=1
+              timeout 120 python3 perf/clamp_probe.py --dtype bf16 --shapes 1000,1000,1000 \
+                  || rc=1
+              timeout 180 python3 perf/rows_probe.py --weight 11008,4096 \
+                  --rows 80,112,144,160 || rc=1; } > "$out/clamp.log" 2>&1
+            status=$((status | rc)); cat "$out/clamp.log" ;;
         accuracy)
             python3 perf/accuracy.py > "$out/accuracy.log" 2>&1
             status=$((status | $?)); cat "$out/accuracy.log" ;;
