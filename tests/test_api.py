@@ -322,17 +322,22 @@ def test_bad_input_gets_a_clear_error(call, exc, words):
     assert isinstance(info.value, (tg.ArgumentValueError, tg.ArgumentTypeError))
 
 
-def test_cpu_tensors_without_interpreter_say_how_to_fix():
-    code = ("import torch, triton_gemm as tg\n"
-            "try:\n    tg.mm(torch.ones(2, 3), torch.ones(3, 4))\n"
-            "except ValueError as e:\n    print('ERR', e)\n")
+def _without_interpreter(code: str) -> str:
+    """What code prints, run in a fresh process without TRITON_INTERPRET."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 0, res.stderr
-    assert "ERR" in res.stdout and "TRITON_INTERPRET=1" in res.stdout and "cuda" in res.stdout
+    return res.stdout
+
+
+def test_cpu_tensors_without_interpreter_say_how_to_fix():
+    out = _without_interpreter("import torch, triton_gemm as tg\n"
+                               "try:\n    tg.mm(torch.ones(2, 3), torch.ones(3, 4))\n"
+                               "except ValueError as e:\n    print('ERR', e)\n")
+    assert "ERR" in out and "TRITON_INTERPRET=1" in out and "cuda" in out
 
 
 # Calls on meta tensors: torch's function and triton_gemm's, on the same (shapes, dtype).
@@ -367,17 +372,12 @@ def test_meta_tensors_give_the_result_shape_like_torch(name, dtype):
 
 def test_meta_tensors_without_interpreter_give_shapes():
     """The device check lets meta tensors through where no interpreter runs either."""
-    code = ("import torch, triton_gemm as tg\n"
-            "a = torch.empty(5, 7, device='meta', dtype=torch.float16)\n"
-            "print(tuple(tg.linear(a, torch.empty(3, 7, device='meta', dtype=torch.float16))"
-            ".shape), tg.mm(a, a.t()).device)\n")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=300)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["(5,", "3)", "meta"]
+    out = _without_interpreter(
+        "import torch, triton_gemm as tg\n"
+        "a = torch.empty(5, 7, device='meta', dtype=torch.float16)\n"
+        "print(tuple(tg.linear(a, torch.empty(3, 7, device='meta', dtype=torch.float16))"
+        ".shape), tg.mm(a, a.t()).device)\n")
+    assert out.split() == ["(5,", "3)", "meta"]
 
 
 # name: (shape of input, shape of other, the call, shape of its result).
