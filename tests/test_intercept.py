@@ -125,16 +125,26 @@ def test_autocast_inside_the_block(dtype, launches):
 
 @requires_kernels
 def test_what_triton_gemm_does_not_take_runs_in_torch(launches):
-    """float64 and integer operands, and a linear bias torch broadcasts but triton_gemm does
-    not take, give torch's exact result; no triton_gemm launch."""
+    """float64 and integer operands give torch's exact result; no triton_gemm launch."""
     a, b = torch.randn(6, 5, dtype=torch.float64), torch.randn(5, 4, dtype=torch.float64)
     ints = torch.randint(-3, 4, (6, 5)), torch.randint(-3, 4, (5, 4))
+    with tg.intercept() as mode:
+        outs = [a @ b, torch.mm(*ints), torch.relu(a)]
+    assert torch.equal(outs[0], a @ b) and torch.equal(outs[1], torch.mm(*ints))
+    assert launches == [] and (mode.rerouted, mode.left_to_torch) == (0, 2)
+
+
+@requires_kernels
+def test_linear_bias_that_torch_broadcasts_runs_here(launches):
+    """A linear bias of more than out_features, which torch broadcasts, is taken too: one
+    launch, the bias as the epilogue's matrix D."""
     x, w, bias = randn(6, 5), randn(4, 5), randn(6, 4)
     with tg.intercept() as mode:
-        outs = [a @ b, torch.mm(*ints), functional.linear(x, w, bias), torch.relu(a)]
-    assert torch.equal(outs[0], a @ b) and torch.equal(outs[1], torch.mm(*ints))
-    assert torch.equal(outs[2], functional.linear(x, w, bias))
-    assert launches == [] and (mode.rerouted, mode.left_to_torch) == (0, 3)
+        out = functional.linear(x, w, bias)
+    assert launches == [torch.Size([1, 6, 5])]
+    assert (mode.rerouted, mode.left_to_torch) == (1, 0)
+    assert_close(out, functional.linear(*f64(x, w, bias)), torch.float32, "ieee",
+                 "linear, broadcast bias")
 
 
 @requires_kernels
