@@ -67,15 +67,12 @@ def test_table_rows_are_numbered_in_order_and_name_thresholds_that_exist():
         _resolve(name)
 
 
-def _ops(m, n, k, layout="nn", dtype=torch.float16, batch=1, row_pitch=None):
-    """(batch, m, k) A and (batch, k, n) B, each row-major ("n") or transposed ("t"); B's
-    rows row_pitch elements apart where given (a view into a wider buffer)."""
+def _ops(m, n, k, layout="nn", dtype=torch.float16, batch=1):
+    """(batch, m, k) A and (batch, k, n) B, each row-major ("n") or transposed ("t")."""
     a = (torch.empty(batch, m, k, dtype=dtype) if layout[0] == "n"
          else torch.empty(batch, k, m, dtype=dtype).transpose(1, 2))
-    if layout[1] == "n":
-        b = torch.empty(batch, k, row_pitch or n, dtype=dtype)[..., :n]
-    else:
-        b = torch.empty(batch, n, k, dtype=dtype).transpose(1, 2)
+    b = (torch.empty(batch, k, n, dtype=dtype) if layout[1] == "n"
+         else torch.empty(batch, n, k, dtype=dtype).transpose(1, 2))
     return a, b
 
 
